@@ -1,0 +1,85 @@
+//! Draft Studio's user interface: pages, components and the server functions they call.
+//! Server functions stay thin: they check the caller's role and call the `engine`.
+
+#![recursion_limit = "256"]
+
+pub mod auth;
+pub mod components;
+pub mod error;
+pub mod pages;
+#[cfg(feature = "ssr")]
+pub mod ssr;
+pub mod users;
+
+pub use error::AppError;
+
+use components::layout::Layout;
+use domain::Role;
+use leptos::prelude::*;
+use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
+use leptos_router::{
+    components::{ParentRoute, Route, Router, Routes},
+    path,
+};
+use pages::{guard::Guard, home::HomePage, login::LoginPage, not_found::NotFound, pending::Pending};
+
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html lang="en">
+            <head>
+                <meta charset="utf-8"/>
+                <meta name="viewport" content="width=device-width, initial-scale=1"/>
+                <meta name="color-scheme" content="light dark"/>
+                <link rel="icon" href="/favicon.svg" type="image/svg+xml"/>
+                <AutoReload options=options.clone()/>
+                <HydrationScripts options/>
+                <MetaTags/>
+            </head>
+            <body>
+                <App/>
+            </body>
+        </html>
+    }
+}
+
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+    view! {
+        <Stylesheet id="leptos" href="/pkg/draft-studio.css"/>
+        <Title formatter=|title: String| format!("{title} · Draft Studio")/>
+        <Router>
+            <Routes fallback=|| view! { <NotFound/> }>
+                <Route path=path!("/login") view=LoginPage/>
+                <ParentRoute path=path!("") view=Layout>
+                    <Route path=path!("") view=HomePage/>
+                    <Route
+                        path=path!("datasets")
+                        view=|| view! { <Guard role=Role::Engineer><Pending section="Datasets" issue=3/></Guard> }
+                    />
+                    <Route
+                        path=path!("runs")
+                        view=|| view! { <Guard role=Role::Engineer><Pending section="Runs" issue=4/></Guard> }
+                    />
+                    <Route
+                        path=path!("review")
+                        view=|| view! { <Guard role=Role::Reviewer><Pending section="Review" issue=6/></Guard> }
+                    />
+                    <Route
+                        path=path!("exports")
+                        view=|| view! { <Guard role=Role::Engineer><Pending section="Exports" issue=7/></Guard> }
+                    />
+                    <Route
+                        path=path!("endpoints")
+                        view=|| view! { <Guard role=Role::Engineer><Pending section="Endpoints" issue=4/></Guard> }
+                    />
+                    <Route
+                        path=path!("users")
+                        view=|| view! { <Guard role=Role::Admin><users::UsersPage/></Guard> }
+                    />
+                </ParentRoute>
+            </Routes>
+        </Router>
+    }
+}

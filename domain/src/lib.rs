@@ -1,0 +1,12 @@
+//! Types shared by the browser UI (`app`, compiled to wasm) and the server-side `engine`.
+//!
+//! Nothing here touches I/O. Enums that are stored in PostgreSQL derive `sqlx::Type` only under
+//! the `sqlx` feature, which the engine enables and the wasm build never sees.
+
+pub mod access;
+pub mod role;
+pub mod user;
+
+pub use access::{page_access, PageAccess};
+pub use role::Role;
+pub use user::{UserSummary, Viewer};

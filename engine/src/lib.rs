@@ -1,0 +1,11 @@
+//! Draft Studio's server-side domain: database access, accounts, importers, the generation
+//! engine and its vLLM client, the review queue and exporters. No UI code lives here.
+
+pub mod auth;
+pub mod db;
+pub mod error;
+pub mod services;
+
+pub use db::MIGRATOR;
+pub use error::{Error, Result};
+pub use services::Services;

@@ -1,0 +1,153 @@
+//! What each command-line subcommand does.
+
+use crate::{
+    cli::{Cli, Command, UserAdd, UserCommand},
+    config::Config,
+    leptos_config, router, session, shutdown,
+    state::AppState,
+    telemetry,
+};
+use anyhow::Context;
+use engine::Services;
+use sqlx::PgPool;
+use std::{io::IsTerminal, net::SocketAddr, time::Duration};
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
+
+/// How long shutdown waits for background tasks after the HTTP server has drained.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    let config = Config::from_env()?;
+    telemetry::init(config.log_format);
+    match cli.command {
+        Command::Serve { no_workers } => serve(config, no_workers).await,
+        Command::Migrate => {
+            open_database(&config).await?;
+            println!("database is up to date");
+            Ok(())
+        }
+        Command::User(command) => user(config, command).await,
+    }
+}
+
+/// Creates the database when missing, connects, and applies pending migrations.
+pub async fn open_database(config: &Config) -> anyhow::Result<PgPool> {
+    engine::db::ensure_database(&config.database_url).await?;
+    let pool = engine::db::connect(&config.database_url, 32).await?;
+    engine::db::migrate(&pool).await?;
+    Ok(pool)
+}
+
+async fn serve(config: Config, no_workers: bool) -> anyhow::Result<()> {
+    let pool = open_database(&config).await?;
+    let services = Services::new(pool.clone());
+    let store = session::store(pool.clone());
+    let key = session::signing_key(&config)?;
+    let state = AppState::new(leptos_config::options(&config), services);
+    let app = router::build(state, session::layer(store.clone(), key, config.secure_cookies()));
+
+    let shutdown = CancellationToken::new();
+    let tasks = TaskTracker::new();
+    shutdown::cancel_on_signal(shutdown.clone());
+    tasks.spawn(delete_expired_sessions(store, shutdown.clone()));
+    if config.run_workers && !no_workers {
+        tracing::debug!("generation workers start with the generation engine");
+    }
+
+    let listener = tokio::net::TcpListener::bind(config.bind).await.with_context(|| {
+        format!("cannot listen on {} (DS_BIND): is another server already using it?", config.bind)
+    })?;
+    print_banner(&config, &pool).await;
+    axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
+        .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+        .await
+        .context("the HTTP server failed")?;
+
+    shutdown.cancel();
+    tasks.close();
+    if tokio::time::timeout(SHUTDOWN_GRACE, tasks.wait()).await.is_err() {
+        tracing::warn!("background tasks did not stop within {SHUTDOWN_GRACE:?}; exiting anyway");
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn print_banner(config: &Config, pool: &PgPool) {
+    println!("Draft Studio is running at {}", config.display_url());
+    if matches!(engine::auth::count_users(pool).await, Ok(0)) {
+        println!(
+            "No accounts yet. Create the first admin with:\n  draft-studio user add <name> --role admin"
+        );
+    }
+}
+
+async fn delete_expired_sessions(store: tower_sessions_sqlx_store::PostgresStore, stop: CancellationToken) {
+    use tower_sessions::ExpiredDeletion;
+    let mut every = tokio::time::interval(Duration::from_secs(3600));
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = every.tick() => {
+                if let Err(e) = store.delete_expired().await {
+                    tracing::warn!(error = %e, "deleting expired sessions failed");
+                }
+            }
+        }
+    }
+}
+
+async fn user(config: Config, command: UserCommand) -> anyhow::Result<()> {
+    let pool = open_database(&config).await?;
+    match command {
+        UserCommand::Add(add) => add_user(&pool, add).await,
+        UserCommand::SetPassword { username } => {
+            let name = engine::auth::normalize_username(&username)?;
+            let id: Option<i64> = sqlx::query_scalar("SELECT id FROM users WHERE username = $1")
+                .bind(&name)
+                .fetch_optional(&pool)
+                .await?;
+            let id = id.with_context(|| format!("no user named `{name}`"))?;
+            let password = read_password()?;
+            engine::auth::set_password(&pool, id, &password).await?;
+            println!("password changed for {name}");
+            Ok(())
+        }
+        UserCommand::Count => {
+            println!("{}", engine::auth::count_users(&pool).await?);
+            Ok(())
+        }
+    }
+}
+
+async fn add_user(pool: &PgPool, add: UserAdd) -> anyhow::Result<()> {
+    let password = if add.generate_password { generate_password() } else { read_password()? };
+    let user = engine::auth::create_user(
+        pool,
+        engine::auth::NewUser { username: &add.username, password: &password, role: add.role },
+    )
+    .await?;
+    println!("added {} ({})", user.username, user.role);
+    if add.generate_password {
+        println!("password: {password}");
+    }
+    Ok(())
+}
+
+fn generate_password() -> String {
+    use rand::{distributions::Alphanumeric, Rng};
+    rand::thread_rng().sample_iter(&Alphanumeric).take(20).map(char::from).collect()
+}
+
+/// Asks twice on a terminal; reads one line when stdin is piped.
+fn read_password() -> anyhow::Result<String> {
+    if std::io::stdin().is_terminal() {
+        let first = rpassword::prompt_password("Password: ")?;
+        let second = rpassword::prompt_password("Repeat it: ")?;
+        anyhow::ensure!(first == second, "the two passwords differ; nothing was changed");
+        Ok(first)
+    } else {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line)?;
+        Ok(line.trim_end_matches(['\r', '\n']).to_string())
+    }
+}

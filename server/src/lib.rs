@@ -1,0 +1,15 @@
+//! The `draft-studio` binary's library half: configuration, the HTTP router and the commands,
+//! kept in a library so the handler tests can build the same router the binary serves.
+
+pub mod access;
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod health;
+pub mod leptos_config;
+pub mod metrics;
+pub mod router;
+pub mod session;
+pub mod shutdown;
+pub mod state;
+pub mod telemetry;
