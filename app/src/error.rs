@@ -56,7 +56,7 @@ impl FromServerFnError for AppError {
 impl From<engine::Error> for AppError {
     fn from(error: engine::Error) -> Self {
         use engine::Error as E;
-        let app_error = match error {
+        match error {
             E::Invalid(message) => AppError::Invalid(message),
             E::NotFound(what) => AppError::NotFound(format!("{what} not found")),
             E::Conflict(message) => AppError::Conflict(message),
@@ -66,8 +66,6 @@ impl From<engine::Error> for AppError {
                 tracing::error!(error = ?e, "server function failed");
                 AppError::Internal
             }
-        };
-        crate::ssr::set_status(&app_error);
-        app_error
+        }
     }
 }

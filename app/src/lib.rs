@@ -46,6 +46,12 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
+    // Browser tests wait for this mark before they click: it is set only once hydration ran.
+    Effect::new(|_| {
+        if let Some(body) = document().body() {
+            let _ = body.set_attribute("data-hydrated", "true");
+        }
+    });
     view! {
         <Stylesheet id="leptos" href="/pkg/draft-studio.css"/>
         <Title formatter=|title: String| format!("{title} · Draft Studio")/>

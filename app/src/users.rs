@@ -58,9 +58,11 @@ pub fn UsersPage() -> impl IntoView {
     );
     let me = use_context::<Viewer>().map(|v| v.id);
     let last_error = move || {
-        [create.value().get().and_then(|r| r.err()),
-         set_role.value().get().and_then(|r| r.err()),
-         set_disabled.value().get().and_then(|r| r.err())]
+        [
+            create.value().get().and_then(|r| r.err()),
+            set_role.value().get().and_then(|r| r.err()),
+            set_disabled.value().get().and_then(|r| r.err()),
+        ]
         .into_iter()
         .flatten()
         .next()

@@ -36,9 +36,38 @@ pub fn page_access(path: &str) -> PageAccess {
     PageAccess::Requires(Role::Reviewer)
 }
 
+/// Server-function namespaces (the part of `/api/<namespace>/<name>` before the slash) and the
+/// role each needs. The server enforces this before a call's arguments are even read; each
+/// function checks its role again, and may demand more (bulk review actions need an engineer).
+pub const API_NAMESPACES: &[(&str, PageAccess)] = &[
+    ("auth", PageAccess::Public),
+    ("users", PageAccess::Requires(Role::Admin)),
+    ("datasets", PageAccess::Requires(Role::Engineer)),
+    ("endpoints", PageAccess::Requires(Role::Engineer)),
+    ("runs", PageAccess::Requires(Role::Engineer)),
+    ("exports", PageAccess::Requires(Role::Engineer)),
+    ("review", PageAccess::Requires(Role::Reviewer)),
+];
+
+/// The rule for a server-function path, or `None` when it is in no known namespace (refused).
+pub fn api_access(path: &str) -> Option<PageAccess> {
+    let rest = path.strip_prefix("/api/")?;
+    let namespace = rest.split('/').next()?;
+    API_NAMESPACES.iter().find(|(ns, _)| *ns == namespace).map(|(_, access)| *access)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn server_functions_are_ruled_by_namespace() {
+        assert_eq!(api_access("/api/auth/login"), Some(PageAccess::Public));
+        assert_eq!(api_access("/api/users/list"), Some(PageAccess::Requires(Role::Admin)));
+        assert_eq!(api_access("/api/review/next"), Some(PageAccess::Requires(Role::Reviewer)));
+        assert_eq!(api_access("/api/secret/thing"), None);
+        assert_eq!(api_access("/other"), None);
+    }
 
     #[test]
     fn sections_and_their_subpages_share_a_rule() {

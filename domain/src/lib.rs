@@ -7,6 +7,6 @@ pub mod access;
 pub mod role;
 pub mod user;
 
-pub use access::{page_access, PageAccess};
+pub use access::{api_access, page_access, PageAccess};
 pub use role::Role;
 pub use user::{UserSummary, Viewer};

@@ -1,6 +1,6 @@
 use crate::Role;
-use time::OffsetDateTime;
 use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
 
 /// The signed-in user as the UI sees it: enough to show who is signed in and to hide links
 /// their role cannot use (the server checks the role again on every page and call).

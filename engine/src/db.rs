@@ -56,10 +56,7 @@ pub fn redact(url: &str) -> String {
 mod tests {
     #[test]
     fn redact_hides_only_the_password() {
-        assert_eq!(
-            super::redact("postgres://bob:secret@db:5432/x"),
-            "postgres://bob:***@db:5432/x"
-        );
+        assert_eq!(super::redact("postgres://bob:secret@db:5432/x"), "postgres://bob:***@db:5432/x");
         assert_eq!(super::redact("postgres://bob@db/x"), "postgres://bob@db/x");
     }
 }

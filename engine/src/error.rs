@@ -50,9 +50,7 @@ pub trait OnConstraint<T> {
 impl<T> OnConstraint<T> for std::result::Result<T, sqlx::Error> {
     fn on_constraint(self, constraint: &str, message: impl FnOnce() -> String) -> Result<T> {
         self.map_err(|e| match &e {
-            sqlx::Error::Database(db) if db.constraint() == Some(constraint) => {
-                Error::Conflict(message())
-            }
+            sqlx::Error::Database(db) if db.constraint() == Some(constraint) => Error::Conflict(message()),
             _ => Error::Database(e),
         })
     }

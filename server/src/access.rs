@@ -7,7 +7,7 @@ use axum::{
     middleware::Next,
     response::{IntoResponse, Response},
 };
-use domain::{page_access, PageAccess};
+use domain::{api_access, page_access, PageAccess};
 use tower_sessions::Session;
 
 /// Resolves the session's user once per request and puts their `Viewer` in the request
@@ -27,12 +27,17 @@ pub async fn resolve_viewer(State(state): State<AppState>, mut request: Request,
                 }
                 Err(e) => {
                     tracing::error!(error = %e, "loading the signed-in user failed");
-                    return (StatusCode::SERVICE_UNAVAILABLE, "the database is not answering; try again shortly")
+                    return (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "the database is not answering; try again shortly",
+                    )
                         .into_response();
                 }
             },
             Ok(None) => {}
-            Err(e) => tracing::warn!(error = %e, "reading the session failed; treating the request as anonymous"),
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the session failed; treating the request as anonymous")
+            }
         }
     }
     next.run(request).await
@@ -55,7 +60,10 @@ pub async fn guard_pages(request: Request, next: Next) -> Response {
             let location = if target == "/" {
                 "/login".to_string()
             } else {
-                format!("/login?next={}", url::form_urlencoded::byte_serialize(target.as_bytes()).collect::<String>())
+                format!(
+                    "/login?next={}",
+                    url::form_urlencoded::byte_serialize(target.as_bytes()).collect::<String>()
+                )
             };
             (StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response()
         }
@@ -66,6 +74,54 @@ pub async fn guard_pages(request: Request, next: Next) -> Response {
             response
         }
     }
+}
+
+/// Enforces `domain::api_access` on server-function calls before their arguments are read:
+/// 401 for anonymous callers, 403 for a role that is too low or a namespace nobody declared.
+pub async fn guard_api(request: Request, next: Next) -> Response {
+    let path = request.uri().path();
+    if !path.starts_with("/api/") {
+        return next.run(request).await;
+    }
+    let required = match api_access(path) {
+        Some(PageAccess::Public) => return next.run(request).await,
+        Some(PageAccess::Requires(role)) => role,
+        None => {
+            tracing::warn!(%path, "server function outside every declared namespace refused");
+            return error_json(StatusCode::FORBIDDEN, app::AppError::Forbidden);
+        }
+    };
+    match request.extensions().get::<domain::Viewer>() {
+        None => error_json(StatusCode::UNAUTHORIZED, app::AppError::Unauthorized),
+        Some(viewer) if viewer.role.allows(required) => next.run(request).await,
+        Some(_) => error_json(StatusCode::FORBIDDEN, app::AppError::Forbidden),
+    }
+}
+
+/// Gives a failed server-function call the status its `AppError` stands for (server_fn itself
+/// answers every error with 500), so clients, logs and metrics see 401/403/404/409/422/429.
+pub async fn api_error_status(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    if response.status() != StatusCode::INTERNAL_SERVER_ERROR
+        || !response.headers().contains_key("serverfnerror")
+    {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    // Error bodies are a few hundred bytes of JSON; 64 KiB is a generous cap.
+    let bytes = match axum::body::to_bytes(body, 64 * 1024).await {
+        Ok(bytes) => bytes,
+        Err(_) => return (StatusCode::INTERNAL_SERVER_ERROR, "error body unreadable").into_response(),
+    };
+    if let Ok(error) = serde_json::from_slice::<app::AppError>(&bytes) {
+        parts.status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    }
+    Response::from_parts(parts, axum::body::Body::from(bytes))
+}
+
+/// The same JSON body a server function returns for the error, so the UI shows its message.
+fn error_json(status: StatusCode, error: app::AppError) -> Response {
+    (status, axum::Json(error)).into_response()
 }
 
 /// A browser asking for a page: GET/HEAD, not a server function, API, asset or file.

@@ -30,9 +30,7 @@ pub enum UserCommand {
     /// Add an account. The password is read from the terminal, or from stdin when piped.
     Add(UserAdd),
     /// Set a new password for an existing account.
-    SetPassword {
-        username: String,
-    },
+    SetPassword { username: String },
     /// Print the number of accounts (used by scripts to detect a first start).
     Count,
 }

@@ -7,17 +7,37 @@ use std::{net::SocketAddr, path::PathBuf};
 /// (a test keeps the two in step).
 pub const VARIABLES: &[(&str, &str, &str)] = &[
     ("DS_BIND", "127.0.0.1:3000", "address and port the web server listens on"),
-    ("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/draft_studio", "PostgreSQL database (created if missing)"),
-    ("DS_DATA_DIR", ".data", "where the server keeps its own files (session key, uploads, default storage roots)"),
-    ("DS_DATASET_ROOTS", "$DS_DATA_DIR/datasets:demo", "colon-separated folders that server-side dataset paths must be inside"),
+    (
+        "DATABASE_URL",
+        "postgres://postgres@127.0.0.1:5432/draft_studio",
+        "PostgreSQL database (created if missing)",
+    ),
+    (
+        "DS_DATA_DIR",
+        ".data",
+        "where the server keeps its own files (session key, uploads, default storage roots)",
+    ),
+    (
+        "DS_DATASET_ROOTS",
+        "$DS_DATA_DIR/datasets:demo",
+        "colon-separated folders that server-side dataset paths must be inside",
+    ),
     ("DS_EXPORT_ROOTS", "$DS_DATA_DIR/exports", "colon-separated folders that exports may be written under"),
     ("DS_UPLOAD_LIMIT", "10GiB", "largest accepted browser upload (bytes, or with KiB/MiB/GiB)"),
-    ("DS_SESSION_SECRET", "generated into $DS_DATA_DIR/session.key", "at least 32 characters used to sign session cookies"),
+    (
+        "DS_SESSION_SECRET",
+        "generated into $DS_DATA_DIR/session.key",
+        "at least 32 characters used to sign session cookies",
+    ),
     ("DS_PUBLIC_URL", "unset", "the URL users open; when it is https, cookies are marked Secure"),
     ("DS_LOG_FORMAT", "plain", "log format: plain or json (filter with RUST_LOG)"),
     ("DS_WORKERS", "true", "whether `serve` also runs generation workers (false: web only)"),
     ("DS_HF_ENDPOINT", "https://huggingface.co", "Hugging Face hub endpoint for dataset downloads"),
-    ("DS_SITE_ROOT", "target/site", "folder with the built browser assets (set by cargo-leptos as LEPTOS_SITE_ROOT)"),
+    (
+        "DS_SITE_ROOT",
+        "target/site",
+        "folder with the built browser assets (set by cargo-leptos as LEPTOS_SITE_ROOT)",
+    ),
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,9 +82,9 @@ impl Config {
 
         let bind = match get("DS_BIND") {
             None => SocketAddr::from(([127, 0, 0, 1], 3000)),
-            Some(v) => v
-                .parse()
-                .map_err(|_| err("DS_BIND", "an address and port like 127.0.0.1:3000", &v))?,
+            Some(v) => {
+                v.parse().map_err(|_| err("DS_BIND", "an address and port like 127.0.0.1:3000", &v))?
+            }
         };
         let database_url = get("DATABASE_URL")
             .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/draft_studio".to_string());
@@ -74,14 +94,15 @@ impl Config {
         let data_dir = PathBuf::from(get("DS_DATA_DIR").unwrap_or_else(|| ".data".into()));
         let dataset_roots = match get("DS_DATASET_ROOTS") {
             None => vec![data_dir.join("datasets"), PathBuf::from("demo")],
-            Some(v) => parse_roots(&v).ok_or_else(|| {
-                err("DS_DATASET_ROOTS", "colon-separated folder paths", &v)
-            })?,
+            Some(v) => {
+                parse_roots(&v).ok_or_else(|| err("DS_DATASET_ROOTS", "colon-separated folder paths", &v))?
+            }
         };
         let export_roots = match get("DS_EXPORT_ROOTS") {
             None => vec![data_dir.join("exports")],
-            Some(v) => parse_roots(&v)
-                .ok_or_else(|| err("DS_EXPORT_ROOTS", "colon-separated folder paths", &v))?,
+            Some(v) => {
+                parse_roots(&v).ok_or_else(|| err("DS_EXPORT_ROOTS", "colon-separated folder paths", &v))?
+            }
         };
         let upload_limit = match get("DS_UPLOAD_LIMIT") {
             None => 10 << 30,
@@ -189,8 +210,7 @@ mod tests {
     use std::collections::HashMap;
 
     fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
-        let map: HashMap<String, String> =
-            vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         Config::from_lookup(|k| map.get(k).cloned())
     }
 
@@ -226,7 +246,8 @@ mod tests {
         assert_eq!(parse_size("512MiB"), Some(512 << 20));
         assert_eq!(parse_size("2048"), Some(2048));
         assert_eq!(parse_size("1 GiB"), Some(1 << 30));
-        let c = config(&[("DS_PUBLIC_URL", "https://studio.example"), ("DS_DATASET_ROOTS", "/a:/b")]).unwrap();
+        let c =
+            config(&[("DS_PUBLIC_URL", "https://studio.example"), ("DS_DATASET_ROOTS", "/a:/b")]).unwrap();
         assert!(c.secure_cookies());
         assert_eq!(c.dataset_roots, vec![PathBuf::from("/a"), PathBuf::from("/b")]);
     }

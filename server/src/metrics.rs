@@ -71,11 +71,10 @@ fn route_group(path: &str) -> &'static str {
 pub async fn serve(State(registry): State<Arc<Registry>>) -> Response {
     let mut body = String::new();
     match encode(&mut body, &registry) {
-        Ok(()) => (
-            [(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")],
-            body,
-        )
-            .into_response(),
+        Ok(()) => {
+            ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], body)
+                .into_response()
+        }
         Err(e) => {
             tracing::error!(error = %e, "encoding metrics failed");
             StatusCode::INTERNAL_SERVER_ERROR.into_response()

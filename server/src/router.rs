@@ -35,6 +35,8 @@ pub fn build(state: AppState, sessions: session::Layer) -> Router {
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, PAGE_TIMEOUT))
         .layer(middleware::from_fn(access::guard_pages))
+        .layer(middleware::from_fn(access::api_error_status))
+        .layer(middleware::from_fn(access::guard_api))
         .layer(middleware::from_fn_with_state(state.clone(), access::resolve_viewer))
         .layer(sessions);
 
@@ -49,11 +51,8 @@ pub fn build(state: AppState, sessions: session::Layer) -> Router {
         .layer(CompressionLayer::new())
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(TraceLayer::new_for_http().make_span_with(|request: &axum::http::Request<_>| {
-            let request_id = request
-                .headers()
-                .get("x-request-id")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("-");
+            let request_id =
+                request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("-");
             tracing::info_span!(
                 "request",
                 method = %request.method(),

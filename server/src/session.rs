@@ -5,7 +5,10 @@ use anyhow::Context;
 use rand::RngCore;
 use sqlx::PgPool;
 use std::{fs, io::Write, path::Path};
-use tower_sessions::{cookie::{Key, SameSite}, Expiry, SessionManagerLayer};
+use tower_sessions::{
+    cookie::{Key, SameSite},
+    Expiry, SessionManagerLayer,
+};
 use tower_sessions_sqlx_store::PostgresStore;
 
 pub type Layer = SessionManagerLayer<PostgresStore, tower_sessions::service::SignedCookie>;

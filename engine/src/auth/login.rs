@@ -75,9 +75,7 @@ impl LoginLimiter {
         let Some(row) = row.filter(|_| matches) else {
             return Err(Error::BadCredentials);
         };
-        sqlx::query!("UPDATE users SET last_login_at = now() WHERE id = $1", row.id)
-            .execute(pool)
-            .await?;
+        sqlx::query!("UPDATE users SET last_login_at = now() WHERE id = $1", row.id).execute(pool).await?;
         Ok(Viewer { id: row.id, username: row.username, role: row.role })
     }
 }

@@ -12,9 +12,8 @@ pub struct NewUser<'a> {
 /// Usernames are stored lower-case; this is the one place that rule lives.
 pub fn normalize_username(raw: &str) -> Result<String> {
     let name = raw.trim().to_ascii_lowercase();
-    let valid_chars = name
-        .chars()
-        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'));
+    let valid_chars =
+        name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'));
     let starts_well = name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric());
     if !(2..=63).contains(&name.len()) || !valid_chars || !starts_well {
         return Err(Error::invalid(format!(
@@ -110,13 +109,10 @@ pub async fn set_disabled(pool: &PgPool, id: i64, disabled: bool) -> Result<User
 pub async fn set_password(pool: &PgPool, id: i64, password: &str) -> Result<()> {
     validate_password(password)?;
     let hash = hash_password(password)?;
-    let updated = sqlx::query!(
-        "UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1",
-        id,
-        hash
-    )
-    .execute(pool)
-    .await?;
+    let updated =
+        sqlx::query!("UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1", id, hash)
+            .execute(pool)
+            .await?;
     if updated.rows_affected() == 0 {
         return Err(Error::NotFound("user"));
     }
@@ -131,15 +127,12 @@ async fn lock_admins(tx: &mut sqlx::PgConnection) -> Result<()> {
 }
 
 async fn ensure_an_admin_remains(tx: &mut sqlx::PgConnection) -> Result<()> {
-    let admins = sqlx::query_scalar!(
-        r#"SELECT count(*) AS "n!" FROM users WHERE role = 'admin' AND NOT disabled"#
-    )
-    .fetch_one(tx)
-    .await?;
+    let admins =
+        sqlx::query_scalar!(r#"SELECT count(*) AS "n!" FROM users WHERE role = 'admin' AND NOT disabled"#)
+            .fetch_one(tx)
+            .await?;
     if admins == 0 {
-        return Err(Error::conflict(
-            "this would leave no enabled admin; make another user an admin first",
-        ));
+        return Err(Error::conflict("this would leave no enabled admin; make another user an admin first"));
     }
     Ok(())
 }

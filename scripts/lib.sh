@@ -1,0 +1,91 @@
+# Shared by scripts/run.sh and scripts/test.sh: install missing tools, find or start PostgreSQL.
+# Everything here is idempotent, so warm runs skip straight past it.
+
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CARGO_LEPTOS_VERSION=0.3.10
+# Builds are cached outside the clone, so a fresh clone (as in CI) still compiles incrementally.
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/draft-studio/target}
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+ensure_rust_tools() {
+  if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
+    say "adding the wasm32-unknown-unknown target"
+    rustup target add wasm32-unknown-unknown
+  fi
+  if [ "$(cargo leptos --version 2>/dev/null | awk '{print $2}')" != "$CARGO_LEPTOS_VERSION" ]; then
+    say "installing cargo-leptos $CARGO_LEPTOS_VERSION (about 15 minutes, once)"
+    cargo install --locked --version "$CARGO_LEPTOS_VERSION" --features no_downloads cargo-leptos
+  fi
+  # cargo-leptos (no_downloads) runs the wasm-bindgen on PATH; it must match Cargo.lock exactly.
+  local want have
+  want=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |"/,""); print; exit}' "$ROOT/Cargo.lock")
+  have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
+  if [ "$have" != "$want" ]; then
+    say "installing wasm-bindgen-cli $want (to match Cargo.lock)"
+    cargo install wasm-bindgen-cli --version "$want"
+  fi
+}
+
+ensure_browser_tools() {
+  if [ ! -x /usr/bin/chromium ]; then
+    say "installing Chromium for the browser tests"
+    as_root apt-get install -y chromium >/dev/null 2>&1 \
+      || { as_root apt-get update >/dev/null && as_root apt-get install -y chromium >/dev/null; }
+  fi
+  local stamp="$ROOT/end2end/node_modules/.package-lock.json"
+  if [ ! -f "$stamp" ] || [ "$ROOT/end2end/package-lock.json" -nt "$stamp" ]; then
+    say "installing the Playwright test runner (npm)"
+    (cd "$ROOT/end2end" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund >/dev/null)
+  fi
+}
+
+pg_answers() { pg_isready -q -d "$1" 2>/dev/null; }
+
+# Sets PG_SERVER_URL to a PostgreSQL server URL without a database name: DATABASE_URL's server
+# when set; else the one on 127.0.0.1:5432 (started through the system's cluster tools if they
+# exist and it is down); else a project-local cluster under .data/pg on port 5433.
+ensure_postgres() {
+  if [ -n "${DATABASE_URL:-}" ]; then
+    PG_SERVER_URL=${DATABASE_URL%/*}
+    pg_answers "$DATABASE_URL" || pg_answers "$PG_SERVER_URL/postgres" \
+      || die "DATABASE_URL is set but PostgreSQL does not answer there: $DATABASE_URL"
+    return
+  fi
+  local system=postgres://postgres@127.0.0.1:5432
+  if ! pg_answers "$system/postgres" && command -v pg_ctlcluster >/dev/null && [ -d /etc/postgresql ]; then
+    say "starting the system PostgreSQL cluster"
+    as_root pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n1)" main start >/dev/null 2>&1 || true
+    for _ in $(seq 1 20); do pg_answers "$system/postgres" && break; sleep 0.5; done
+  fi
+  if pg_answers "$system/postgres"; then
+    PG_SERVER_URL=$system
+    return
+  fi
+  start_local_cluster
+}
+
+start_local_cluster() {
+  local bin data="$ROOT/.data/pg" port=5433
+  bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1)
+  [ -x "$bin/initdb" ] || die "no PostgreSQL found: set DATABASE_URL, run one on 127.0.0.1:5432, or install the postgresql package"
+  local run=()
+  if [ "$(id -u)" = 0 ]; then run=(runuser -u postgres --); fi
+  if [ ! -f "$data/PG_VERSION" ]; then
+    say "creating a project-local PostgreSQL cluster in .data/pg"
+    mkdir -p "$data"
+    [ "$(id -u)" = 0 ] && chown postgres "$data"
+    "${run[@]}" "$bin/initdb" -D "$data" -U postgres --auth=trust >/dev/null
+  fi
+  if ! pg_answers "postgres://postgres@127.0.0.1:$port/postgres"; then
+    say "starting the project-local PostgreSQL on 127.0.0.1:$port"
+    "${run[@]}" "$bin/pg_ctl" -D "$data" -l "$data/server.log" -w \
+      -o "-p $port -k $data -c listen_addresses=127.0.0.1" start >/dev/null
+  fi
+  PG_SERVER_URL=postgres://postgres@127.0.0.1:$port
+}

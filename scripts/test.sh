@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs every test: formatting, unit and database tests for all crates, then the browser tests
+# against a freshly built app on a fresh database. Installs whatever is missing first.
+#   usage: scripts/test.sh            (CI runs exactly this through .ci/run)
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+ensure_rust_tools
+ensure_browser_tools
+ensure_postgres
+
+# Queries are checked at compile time against .sqlx/, so builds do not depend on a live schema.
+export SQLX_OFFLINE=true
+# #[sqlx::test] creates one scratch database per test through this URL.
+export DATABASE_URL=$PG_SERVER_URL/postgres
+
+say "checking formatting"
+cargo fmt --all --check
+
+say "unit, database and handler tests"
+# The app crate is tested with its server half only; building it with `hydrate` too would
+# unify features across the workspace (see leptos-anchors §5.6).
+cargo test --locked -p domain -p engine -p vllm-sim -p server -p app --features app/ssr
+
+say "building the app for the browser tests"
+cargo leptos build
+
+say "browser tests"
+E2E_DB=$PG_SERVER_URL/draft_studio_e2e
+E2E_DIR=$(mktemp -d)
+psql -q "$PG_SERVER_URL/postgres" -c "DROP DATABASE IF EXISTS draft_studio_e2e WITH (FORCE)" >/dev/null
+BIN=$CARGO_TARGET_DIR/debug/draft-studio
+export E2E_ADMIN_USER=admin E2E_ADMIN_PASSWORD=admin-password-e2e
+echo "$E2E_ADMIN_PASSWORD" | DATABASE_URL=$E2E_DB DS_DATA_DIR=$E2E_DIR "$BIN" user add "$E2E_ADMIN_USER" --role admin >/dev/null
+DATABASE_URL=$E2E_DB DS_DATA_DIR=$E2E_DIR DS_BIND=127.0.0.1:3100 DS_SITE_ROOT="$ROOT/target/site" \
+  "$BIN" serve > "$E2E_DIR/server.log" 2>&1 &
+server_pid=$!
+trap 'kill $server_pid 2>/dev/null; wait $server_pid 2>/dev/null || true' EXIT
+for _ in $(seq 1 60); do
+  curl -sf http://127.0.0.1:3100/healthz >/dev/null && break
+  kill -0 $server_pid 2>/dev/null || { cat "$E2E_DIR/server.log"; die "the app exited during start-up"; }
+  sleep 0.5
+done
+export E2E_BASE_URL=http://127.0.0.1:3100
+(cd end2end && npx playwright test) || { say "server log: $E2E_DIR/server.log"; tail -n 50 "$E2E_DIR/server.log"; exit 1; }
+say "all tests passed"
