@@ -5,6 +5,7 @@ pub mod auth;
 pub mod db;
 pub mod error;
 pub mod services;
+pub mod vllm;
 
 pub use db::MIGRATOR;
 pub use error::{Error, Result};

@@ -1,0 +1,223 @@
+//! Reading one streamed chat completion: text, finish reason, usage, time to first token, with
+//! an idle timeout between events and an optional overall deadline.
+
+use super::{error_body, wire::Chunk};
+use eventsource_stream::Eventsource;
+use futures::StreamExt;
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub prompt_tokens: u32,
+    pub completion_tokens: u32,
+    pub reasoning_tokens: Option<u32>,
+}
+
+/// A completion the server finished (with any finish reason, `length` included).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Completion {
+    pub reasoning: String,
+    pub content: String,
+    /// An open set: `stop`, `length`, `tool_calls`, `repetition`, and whatever comes next.
+    pub finish_reason: String,
+    pub usage: Option<Usage>,
+    pub ttft: Option<Duration>,
+    pub duration: Duration,
+}
+
+/// What had arrived before a try failed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Partial {
+    pub reasoning: String,
+    pub content: String,
+    pub ttft: Option<Duration>,
+    pub usage: Option<Usage>,
+}
+
+impl Partial {
+    pub fn is_empty(&self) -> bool {
+        self.reasoning.is_empty() && self.content.is_empty()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailureKind {
+    /// The server could not be reached at all (refused, unresolvable, connect timeout).
+    Connect,
+    /// An error status before any output.
+    Http { status: u16 },
+    /// An `{"error": ...}` chunk after the 200.
+    ErrorChunk,
+    /// The connection ended before `[DONE]`.
+    Disconnected,
+    /// No event for the idle timeout.
+    IdleTimeout,
+    /// The overall deadline passed.
+    Deadline,
+    /// The server answered something that is not a chat completion stream.
+    Protocol,
+}
+
+impl FailureKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::Connect => "connect",
+            FailureKind::Http { .. } => "http",
+            FailureKind::ErrorChunk => "error_chunk",
+            FailureKind::Disconnected => "disconnected",
+            FailureKind::IdleTimeout => "idle_timeout",
+            FailureKind::Deadline => "deadline",
+            FailureKind::Protocol => "protocol",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Failure {
+    pub kind: FailureKind,
+    pub message: String,
+    pub partial: Partial,
+    pub duration: Duration,
+}
+
+impl Failure {
+    /// Worth another try: overload, server errors, broken streams and timeouts. A 4xx such as
+    /// "context too long" fails the same way every time.
+    pub fn is_transient(&self) -> bool {
+        match self.kind {
+            FailureKind::Http { status } => matches!(status, 408 | 409 | 425 | 429) || status >= 500,
+            FailureKind::Protocol => false,
+            _ => true,
+        }
+    }
+
+    pub fn is_timeout(&self) -> bool {
+        matches!(self.kind, FailureKind::IdleTimeout | FailureKind::Deadline)
+    }
+
+    pub fn http_status(&self) -> Option<u16> {
+        match self.kind {
+            FailureKind::Http { status } => Some(status),
+            _ => None,
+        }
+    }
+}
+
+pub(crate) struct Limits {
+    pub idle: Duration,
+    pub deadline: Option<Instant>,
+    pub started: Instant,
+}
+
+impl Limits {
+    /// How long to wait for the next event, and which failure it is if nothing comes.
+    fn next_wait(&self) -> (Duration, FailureKind) {
+        match self.deadline {
+            Some(deadline) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left < self.idle {
+                    (left, FailureKind::Deadline)
+                } else {
+                    (self.idle, FailureKind::IdleTimeout)
+                }
+            }
+            None => (self.idle, FailureKind::IdleTimeout),
+        }
+    }
+
+    pub fn failure(&self, kind: FailureKind, message: impl Into<String>, partial: Partial) -> Failure {
+        Failure { kind, message: message.into(), partial, duration: self.started.elapsed() }
+    }
+
+    pub fn timeout_failure(&self, kind: FailureKind, partial: Partial) -> Failure {
+        let message = match kind {
+            FailureKind::Deadline => "the request's deadline passed".to_string(),
+            _ => format!("no token for {} s (idle timeout)", self.idle.as_secs()),
+        };
+        self.failure(kind, message, partial)
+    }
+
+    pub async fn wait<F: std::future::Future>(&self, future: F) -> Result<F::Output, FailureKind> {
+        let (wait, kind) = self.next_wait();
+        tokio::time::timeout(wait, future).await.map_err(|_| kind)
+    }
+}
+
+/// Reads an SSE chat-completion stream to its end. Dropping the future drops the connection,
+/// which makes vLLM abort the request.
+pub(crate) async fn read_stream(response: reqwest::Response, limits: Limits) -> Result<Completion, Failure> {
+    let mut events = response.bytes_stream().eventsource();
+    let mut partial = Partial::default();
+    let mut finish_reason: Option<String> = None;
+    let mut done = false;
+    loop {
+        let event = match limits.wait(events.next()).await {
+            Err(kind) => return Err(limits.timeout_failure(kind, partial)),
+            Ok(None) => break,
+            Ok(Some(Err(e))) => {
+                return Err(limits.failure(FailureKind::Disconnected, format!("the stream broke: {e}"), partial))
+            }
+            Ok(Some(Ok(event))) => event,
+        };
+        let data = event.data.trim();
+        if data == "[DONE]" {
+            done = true;
+            break;
+        }
+        if data.is_empty() {
+            continue;
+        }
+        let chunk: Chunk = match serde_json::from_str(data) {
+            Ok(chunk) => chunk,
+            Err(e) => {
+                let message = format!("unreadable stream event ({e}): {}", preview(data));
+                return Err(limits.failure(FailureKind::Protocol, message, partial));
+            }
+        };
+        if let Some(error) = chunk.error {
+            let message = error_body::message_of(&error).unwrap_or_else(|| error.to_string());
+            return Err(limits.failure(FailureKind::ErrorChunk, message, partial));
+        }
+        for choice in &chunk.choices {
+            let reasoning = choice.delta.reasoning_text().unwrap_or("");
+            let content = choice.delta.content_text().unwrap_or("");
+            if partial.ttft.is_none() && !(reasoning.is_empty() && content.is_empty()) {
+                partial.ttft = Some(limits.started.elapsed());
+            }
+            partial.reasoning.push_str(reasoning);
+            partial.content.push_str(content);
+            if let Some(reason) = &choice.finish_reason {
+                finish_reason = Some(reason.as_str().to_string());
+            }
+        }
+        if let Some(usage) = chunk.usage {
+            partial.usage = Some(Usage {
+                prompt_tokens: usage.prompt_tokens,
+                completion_tokens: usage.completion_tokens,
+                reasoning_tokens: usage.completion_tokens_details.and_then(|d| d.reasoning_tokens),
+            });
+        }
+    }
+    match (finish_reason, done) {
+        (Some(finish_reason), true) => Ok(Completion {
+            reasoning: partial.reasoning,
+            content: partial.content,
+            finish_reason,
+            usage: partial.usage,
+            ttft: partial.ttft,
+            duration: limits.started.elapsed(),
+        }),
+        (None, true) => Err(limits.failure(FailureKind::Protocol, "the stream ended without a finish_reason", partial)),
+        (_, false) => {
+            Err(limits.failure(FailureKind::Disconnected, "the connection closed before the stream ended", partial))
+        }
+    }
+}
+
+fn preview(data: &str) -> &str {
+    let mut end = data.len().min(200);
+    while !data.is_char_boundary(end) {
+        end -= 1;
+    }
+    &data[..end]
+}

@@ -1,0 +1,166 @@
+use super::{
+    chat::{read_stream, Completion, Failure, FailureKind, Limits, Partial},
+    error_body::error_message,
+    load::ServerLoad,
+    wire::{ChatRequest, ModelList},
+};
+use reqwest::{header, StatusCode};
+use std::time::{Duration, Instant};
+
+/// A model a server offers, with its context length when the server says it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ServedModel {
+    pub id: String,
+    pub max_model_len: Option<u32>,
+}
+
+/// How long one chat call may take.
+#[derive(Clone, Copy, Debug)]
+pub struct ChatCall {
+    /// Cut only when nothing arrives for this long; a long generation is never cut for length.
+    pub idle_timeout: Duration,
+    pub deadline: Option<Duration>,
+}
+
+/// One vLLM server. Cheap to clone; clones share the connection pool.
+#[derive(Clone, Debug)]
+pub struct VllmClient {
+    http: reqwest::Client,
+    base: String,
+    api_key: Option<String>,
+}
+
+/// The shared HTTP client. No overall timeout (streams are bounded by idle time instead); idle
+/// pooled connections are dropped before vLLM's 5 s keep-alive closes them under us.
+pub fn http_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .pool_idle_timeout(Duration::from_secs(4))
+        .pool_max_idle_per_host(1024)
+        .tcp_nodelay(true)
+        .user_agent(concat!("draft-studio/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .expect("a TLS-less reqwest client always builds")
+}
+
+impl VllmClient {
+    /// `base_url` is the server root (`http://host:8000`); a trailing `/v1` is accepted too.
+    pub fn new(http: reqwest::Client, base_url: &str, api_key: Option<String>) -> Result<Self, String> {
+        let trimmed = base_url.trim().trim_end_matches('/');
+        let base = trimmed.strip_suffix("/v1").unwrap_or(trimmed).to_string();
+        let parsed = url::Url::parse(&base).map_err(|e| format!("`{base_url}` is not a URL: {e}"))?;
+        if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+            return Err(format!("`{base_url}` must be an http:// or https:// URL with a host"));
+        }
+        Ok(Self { http, base, api_key: api_key.filter(|k| !k.trim().is_empty()) })
+    }
+
+    pub fn base_url(&self) -> &str {
+        &self.base
+    }
+
+    fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let builder = self.http.request(method, format!("{}{path}", self.base));
+        match &self.api_key {
+            Some(key) => builder.bearer_auth(key),
+            None => builder,
+        }
+    }
+
+    /// Streams one chat completion to its end.
+    pub async fn chat(&self, request: &ChatRequest, call: ChatCall) -> Result<Completion, Failure> {
+        let started = Instant::now();
+        let limits = Limits { idle: call.idle_timeout, deadline: call.deadline.map(|d| started + d), started };
+        let send = self
+            .request(reqwest::Method::POST, "/v1/chat/completions")
+            .header(header::ACCEPT, "text/event-stream")
+            .json(request)
+            .send();
+        let response = match limits.wait(send).await {
+            Err(kind) => return Err(limits.timeout_failure(kind, Partial::default())),
+            Ok(Err(e)) => {
+                let kind = if e.is_connect() { FailureKind::Connect } else { FailureKind::Disconnected };
+                return Err(limits.failure(kind, describe(&e), Partial::default()));
+            }
+            Ok(Ok(response)) => response,
+        };
+        let status = response.status();
+        if !status.is_success() {
+            let body = limits.wait(response.text()).await.ok().and_then(Result::ok).unwrap_or_default();
+            let message = format!("HTTP {}: {}", status.as_u16(), error_message(&body));
+            return Err(limits.failure(FailureKind::Http { status: status.as_u16() }, message, Partial::default()));
+        }
+        read_stream(response, limits).await
+    }
+
+    /// `GET /v1/models`.
+    pub async fn models(&self) -> Result<Vec<ServedModel>, String> {
+        let response = self
+            .request(reqwest::Method::GET, "/v1/models")
+            .timeout(Duration::from_secs(10))
+            .send()
+            .await
+            .map_err(|e| describe(&e))?;
+        let status = response.status();
+        let body = response.text().await.map_err(|e| describe(&e))?;
+        if !status.is_success() {
+            return Err(format!("HTTP {} from /v1/models: {}", status.as_u16(), error_message(&body)));
+        }
+        let list: ModelList = serde_json::from_str(&body)
+            .map_err(|e| format!("/v1/models did not answer a model list ({e}); is this a vLLM server?"))?;
+        Ok(list.data.into_iter().map(|m| ServedModel { id: m.id, max_model_len: m.max_model_len }).collect())
+    }
+
+    /// True when `GET /health` answers 200 within a few seconds.
+    pub async fn healthy(&self) -> bool {
+        self.request(reqwest::Method::GET, "/health")
+            .timeout(Duration::from_secs(5))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
+    }
+
+    /// The server's load from `/metrics`; `Ok(None)` when it exposes no metrics (404).
+    pub async fn load(&self) -> Result<Option<ServerLoad>, String> {
+        let response = self
+            .request(reqwest::Method::GET, "/metrics")
+            .timeout(Duration::from_secs(5))
+            .send()
+            .await
+            .map_err(|e| describe(&e))?;
+        match response.status() {
+            StatusCode::NOT_FOUND => Ok(None),
+            status if status.is_success() => {
+                let text = response.text().await.map_err(|e| describe(&e))?;
+                Ok(ServerLoad::parse(&text))
+            }
+            status => Err(format!("HTTP {} from /metrics", status.as_u16())),
+        }
+    }
+}
+
+/// reqwest's error with its causes, which is where the useful part ("Connection refused") is.
+fn describe(error: &reqwest::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_urls_are_normalised_and_checked() {
+        let http = http_client();
+        assert_eq!(VllmClient::new(http.clone(), "http://gpu:8000/v1/", None).unwrap().base_url(), "http://gpu:8000");
+        assert_eq!(VllmClient::new(http.clone(), " http://gpu:8000 ", None).unwrap().base_url(), "http://gpu:8000");
+        assert!(VllmClient::new(http.clone(), "gpu:8000", None).unwrap_err().contains("http://"));
+        assert!(VllmClient::new(http, "not a url", None).is_err());
+    }
+}

@@ -1,0 +1,157 @@
+//! What goes over the wire: the request body and the pieces of responses we read.
+
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    pub role: String,
+    pub content: String,
+}
+
+/// A `/v1/chat/completions` request. Extras that some servers do not know (`stream_interval`)
+/// are ignored by them, as vLLM accepts unknown keys.
+#[derive(Clone, Debug, Serialize)]
+pub struct ChatRequest {
+    pub model: String,
+    pub messages: Vec<ChatMessage>,
+    pub max_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<i64>,
+    /// Template switches such as `{"enable_thinking": false}`, sent as a top-level field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chat_template_kwargs: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream_interval: Option<u32>,
+    pub stream: bool,
+    /// Usage arrives only when asked for; vLLM's default flipped between versions.
+    pub stream_options: StreamOptions,
+}
+
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct StreamOptions {
+    pub include_usage: bool,
+}
+
+/// One `data:` event of a streamed completion. Text fields borrow from the event when they
+/// contain no escapes, so the common chunk parses without allocating.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Chunk<'a> {
+    #[serde(default, borrow)]
+    pub choices: Vec<ChunkChoice<'a>>,
+    #[serde(default)]
+    pub usage: Option<WireUsage>,
+    /// vLLM reports failures after the 200 as a chunk with a top-level `error`.
+    #[serde(default)]
+    pub error: Option<serde_json::Value>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ChunkChoice<'a> {
+    #[serde(default, borrow)]
+    pub delta: Delta<'a>,
+    #[serde(default, borrow)]
+    pub finish_reason: Option<Text<'a>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct Delta<'a> {
+    #[serde(default, borrow)]
+    pub content: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    pub reasoning: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    pub reasoning_content: Option<Text<'a>>,
+}
+
+/// A string that borrows from the input unless it holds escapes. (serde never borrows an
+/// `Option<Cow<str>>` directly; wrapping the `Cow` makes it.)
+#[derive(Debug, Deserialize)]
+#[serde(transparent)]
+pub(crate) struct Text<'a>(#[serde(borrow)] pub Cow<'a, str>);
+
+impl Text<'_> {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'a> Delta<'a> {
+    /// vLLM 0.11–0.1x sent both names with the same text; newer ones only `reasoning`.
+    pub fn reasoning_text(&self) -> Option<&str> {
+        self.reasoning.as_ref().or(self.reasoning_content.as_ref()).map(Text::as_str)
+    }
+
+    pub fn content_text(&self) -> Option<&str> {
+        self.content.as_ref().map(Text::as_str)
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize)]
+pub(crate) struct WireUsage {
+    #[serde(default)]
+    pub prompt_tokens: u32,
+    #[serde(default)]
+    pub completion_tokens: u32,
+    #[serde(default)]
+    pub completion_tokens_details: Option<CompletionDetails>,
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize)]
+pub(crate) struct CompletionDetails {
+    #[serde(default)]
+    pub reasoning_tokens: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ModelList {
+    #[serde(default)]
+    pub data: Vec<ModelEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ModelEntry {
+    pub id: String,
+    #[serde(default)]
+    pub max_model_len: Option<u32>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_chunks_borrow_their_text() {
+        let raw = r#"{"id":"x","choices":[{"index":0,"delta":{"content":"hello"},"finish_reason":null}]}"#;
+        let chunk: Chunk = serde_json::from_str(raw).unwrap();
+        assert!(matches!(chunk.choices[0].delta.content, Some(Text(Cow::Borrowed("hello")))));
+    }
+
+    #[test]
+    fn both_reasoning_names_are_read_and_reasoning_wins() {
+        let both: Chunk =
+            serde_json::from_str(r#"{"choices":[{"delta":{"reasoning":"a","reasoning_content":"a"}}]}"#).unwrap();
+        assert_eq!(both.choices[0].delta.reasoning_text(), Some("a"));
+        let old: Chunk = serde_json::from_str(r#"{"choices":[{"delta":{"reasoning_content":"b"}}]}"#).unwrap();
+        assert_eq!(old.choices[0].delta.reasoning_text(), Some("b"));
+    }
+
+    #[test]
+    fn usage_chunks_have_no_choices_and_escapes_still_parse() {
+        let usage: Chunk = serde_json::from_str(
+            r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12,"completion_tokens_details":{"reasoning_tokens":3}}}"#,
+        )
+        .unwrap();
+        let u = usage.usage.unwrap();
+        assert_eq!((u.prompt_tokens, u.completion_tokens), (5, 7));
+        assert_eq!(u.completion_tokens_details.unwrap().reasoning_tokens, Some(3));
+        let escaped: Chunk = serde_json::from_str(r#"{"choices":[{"delta":{"content":"a\nb"}}]}"#).unwrap();
+        assert_eq!(escaped.choices[0].delta.content_text(), Some("a\nb"));
+        let null: Chunk = serde_json::from_str(r#"{"choices":[{"delta":{"content":null},"finish_reason":"stop"}]}"#).unwrap();
+        assert_eq!(null.choices[0].delta.content_text(), None);
+    }
+}
