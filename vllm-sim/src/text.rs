@@ -68,7 +68,7 @@ impl CompletionText {
 }
 
 fn is_punctuation(bits: u64) -> bool {
-    bits % PUNCTUATION_EVERY == 0
+    bits.is_multiple_of(PUNCTUATION_EVERY)
 }
 
 #[cfg(test)]
