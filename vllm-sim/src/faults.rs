@@ -28,7 +28,7 @@ pub struct FaultSettings {
     pub stall_ms: u64,
 
     /// Chance that the connection is cut part-way through, without a clean end.
-    #[arg(long = "fault-drop", default_value_t = 0.0)]
+    #[arg(long = "fault-drop-connection", default_value_t = 0.0)]
     pub drop_connection: f64,
 
     /// Chance of an extra delay before generation starts.
