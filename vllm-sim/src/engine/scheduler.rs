@@ -64,6 +64,7 @@ struct Sequence {
     prefill_pending: u32,
     blocks: u32,
     work: Work,
+    /// The generated count the response was last told about.
     published: u32,
 }
 
