@@ -1,0 +1,158 @@
+//! Turning a chat request into the work to simulate, with vLLM's validation and messages.
+
+use crate::api::error::ApiError;
+use crate::api::AppState;
+use crate::engine::{FinishReason, SequenceRequest};
+use crate::faults::FaultPlan;
+use crate::lengths::completion_shape;
+use crate::prompt::{self, TemplateOptions};
+use crate::text::{CompletionText, Part};
+use crate::wire::{ChatRequest, ResponseHeader, StreamOptions, Usage};
+use std::ops::Range;
+use std::sync::atomic::Ordering;
+
+/// A validated request: what to generate, how to render it, and what goes wrong.
+pub(super) struct ChatJob {
+    pub header: ResponseHeader,
+    pub prompt_tokens: u32,
+    pub sequence: SequenceRequest,
+    /// Reasoning tokens at the start of the natural completion (0 with thinking off);
+    /// completion tokens from here on are answer.
+    pub reasoning_tokens: u32,
+    pub text: CompletionText,
+    pub faults: FaultPlan,
+    /// `None` for a non-streaming request.
+    pub stream: Option<StreamSettings>,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct StreamSettings {
+    pub include_usage: bool,
+    /// Usage on every chunk; vLLM honours it only together with `include_usage`.
+    pub continuous_usage: bool,
+    /// Completion tokens per content chunk.
+    pub interval: u32,
+}
+
+impl ChatJob {
+    pub fn prepare(app: &AppState, body: &[u8]) -> Result<Self, ApiError> {
+        let config = &app.config;
+        let request: ChatRequest =
+            serde_json::from_slice(body).map_err(|error| ApiError::bad_request(error.to_string(), None))?;
+        let stream = request.stream.unwrap_or(false);
+        if !stream && request.stream_options.as_ref().is_some_and(StreamOptions::is_set) {
+            return Err(ApiError::bad_request(
+                "Stream options can only be defined when `stream=True`.",
+                Some("stream_options"),
+            ));
+        }
+        validate_sampling(&request)?;
+        if let Some(model) = request.model.as_deref().filter(|&model| model != config.model) {
+            return Err(ApiError::model_not_found(model));
+        }
+
+        let thinking = request.thinking_enabled();
+        let options = TemplateOptions { add_generation_prompt: true, thinking };
+        let prompt_tokens = prompt::template_tokens(&request.messages, options).count() as u32;
+        let max_new_tokens = max_new_tokens(&request, prompt_tokens, config.max_model_len)?;
+
+        let fingerprint = prompt::fingerprint(&request.messages);
+        let natural = completion_shape(&config.lengths, config.seed, fingerprint);
+        let natural = if thinking { natural } else { natural.without_reasoning() };
+        let (generate, finish_reason) = if natural.total() <= max_new_tokens {
+            (natural.total(), FinishReason::Stop)
+        } else {
+            (max_new_tokens, FinishReason::Length)
+        };
+
+        let request_index = app.chat_requests.fetch_add(1, Ordering::Relaxed);
+        let faults = app.faults().draw(config.seed, request_index, generate);
+        let id = match &request.request_id {
+            Some(request_id) => format!("chatcmpl-{request_id}"),
+            None => format!("chatcmpl-{:032x}", rand::random::<u128>()),
+        };
+        let created = crate::clock::unix_seconds();
+        let header = if stream {
+            ResponseHeader::for_chunks(id, created, config.model.clone())
+        } else {
+            ResponseHeader::for_completion(id, created, config.model.clone())
+        };
+        Ok(Self {
+            header,
+            prompt_tokens,
+            sequence: SequenceRequest { prompt_tokens, max_new_tokens: generate, finish_reason },
+            reasoning_tokens: natural.reasoning_tokens,
+            text: CompletionText::new(fingerprint, config.seed),
+            faults,
+            stream: stream.then(|| stream_settings(&request, config.ignore_stream_interval)),
+        })
+    }
+
+    /// Appends the text of completion tokens `range`, reasoning and answer separately.
+    pub fn write_text(&self, range: Range<u32>, reasoning: &mut String, answer: &mut String) {
+        let split = self.reasoning_tokens;
+        self.text.write(Part::Reasoning, range.start.min(split)..range.end.min(split), reasoning);
+        self.text.write(Part::Answer, range.start.max(split) - split..range.end.max(split) - split, answer);
+    }
+
+    /// The usage of a finished completion of `generated` tokens.
+    pub fn final_usage(&self, generated: u32) -> Usage {
+        Usage::last(self.prompt_tokens, generated, generated.min(self.reasoning_tokens))
+    }
+}
+
+/// vLLM's checks of sampling parameters that the simulator otherwise ignores.
+fn validate_sampling(request: &ChatRequest) -> Result<(), ApiError> {
+    if let Some(temperature) = request.temperature.filter(|&t| t < 0.0) {
+        return Err(ApiError::bad_request(
+            format!("temperature must be non-negative, got {temperature}."),
+            Some("temperature"),
+        ));
+    }
+    if let Some(top_p) = request.top_p.filter(|&p| !(p > 0.0 && p <= 1.0)) {
+        return Err(ApiError::bad_request(format!("top_p must be in (0, 1], got {top_p}."), Some("top_p")));
+    }
+    Ok(())
+}
+
+/// The completion budget: the requested one if it fits the context, else the whole rest
+/// of the context when none was requested.
+fn max_new_tokens(request: &ChatRequest, prompt_tokens: u32, max_model_len: u32) -> Result<u32, ApiError> {
+    let too_long = |requested: i64| {
+        ApiError::bad_request(
+            format!(
+                "This model's maximum context length is {max_model_len} tokens. However, you requested \
+                 {requested} output tokens and your prompt contains at least {prompt_tokens} input tokens, \
+                 for a total of at least {} tokens. Please reduce the length of the input prompt or the \
+                 number of requested output tokens. (parameter=input_tokens, value={prompt_tokens})",
+                i64::from(prompt_tokens) + requested
+            ),
+            Some("input_tokens"),
+        )
+    };
+    match request.max_completion_tokens.or(request.max_tokens) {
+        Some(requested) if requested < 1 => Err(ApiError::bad_request(
+            format!("max_tokens must be at least 1, got {requested}."),
+            Some("max_tokens"),
+        )),
+        Some(requested) if requested > i64::from(max_model_len) => Err(ApiError::bad_request(
+            format!(
+                "max_tokens={requested} cannot be greater than max_model_len={max_model_len}. \
+                 Please request fewer output tokens."
+            ),
+            Some("max_tokens"),
+        )),
+        Some(requested) if i64::from(prompt_tokens) + requested > i64::from(max_model_len) => Err(too_long(requested)),
+        Some(requested) => Ok(requested as u32),
+        None if prompt_tokens >= max_model_len => Err(too_long(0)),
+        None => Ok(max_model_len - prompt_tokens),
+    }
+}
+
+fn stream_settings(request: &ChatRequest, ignore_stream_interval: bool) -> StreamSettings {
+    let options = request.stream_options.as_ref();
+    let include_usage = options.and_then(|o| o.include_usage).unwrap_or(false);
+    let continuous_usage = include_usage && options.and_then(|o| o.continuous_usage_stats).unwrap_or(false);
+    let interval = if ignore_stream_interval { 1 } else { request.stream_interval.unwrap_or(1).max(1) };
+    StreamSettings { include_usage, continuous_usage, interval }
+}

@@ -1,0 +1,37 @@
+use super::{Null, ResponseHeader, Usage};
+use serde::Serialize;
+
+/// One `data:` event of a streamed chat completion.
+#[derive(Debug, Serialize)]
+pub struct ChatChunk<'a> {
+    #[serde(flatten)]
+    pub header: &'a ResponseHeader,
+    /// One choice, or none on the trailing usage chunk.
+    pub choices: &'a [ChunkChoice<'a>],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ChunkChoice<'a> {
+    pub index: u32,
+    pub delta: Delta<'a>,
+    pub logprobs: Null,
+    pub finish_reason: Option<&'static str>,
+    /// Present (null: no stop string matched) on the finishing chunk only, as in vLLM.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<Null>,
+}
+
+/// Fields appear only when set: vLLM serialises deltas with `exclude_unset`.
+#[derive(Debug, Default, Serialize)]
+pub struct Delta<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<&'a str>,
+}
