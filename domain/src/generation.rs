@@ -46,9 +46,14 @@ pub enum Concurrency {
 pub enum Selection {
     All,
     /// Only rows whose category is one of these.
-    Categories { categories: Vec<String> },
+    Categories {
+        categories: Vec<String>,
+    },
     /// `count` rows drawn uniformly with `seed` (the same seed draws the same rows).
-    Sample { count: u64, seed: u64 },
+    Sample {
+        count: u64,
+        seed: u64,
+    },
 }
 
 /// Everything a run sends and how it behaves. Stored with the run as JSON.
@@ -180,8 +185,13 @@ impl SampleState {
         SampleState::Failed,
         SampleState::Empty,
     ];
-    pub const OUTCOMES: [SampleState; 5] =
-        [SampleState::Ok, SampleState::Truncated, SampleState::TimedOut, SampleState::Failed, SampleState::Empty];
+    pub const OUTCOMES: [SampleState; 5] = [
+        SampleState::Ok,
+        SampleState::Truncated,
+        SampleState::TimedOut,
+        SampleState::Failed,
+        SampleState::Empty,
+    ];
 
     pub fn is_terminal(self) -> bool {
         !matches!(self, SampleState::Pending | SampleState::Running)

@@ -4,10 +4,12 @@
 //! the `sqlx` feature, which the engine enables and the wasm build never sees.
 
 pub mod access;
+pub mod endpoint;
 pub mod generation;
 pub mod role;
 pub mod user;
 
 pub use access::{api_access, page_access, PageAccess};
+pub use endpoint::{EndpointSummary, ServedModel};
 pub use role::Role;
 pub use user::{UserSummary, Viewer};

@@ -3,7 +3,10 @@
 
 pub mod auth;
 pub mod db;
+pub mod endpoints;
 pub mod error;
+pub mod generation;
+pub mod metrics;
 pub mod services;
 pub mod vllm;
 

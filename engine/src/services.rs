@@ -1,4 +1,4 @@
-use crate::auth::LoginLimiter;
+use crate::{auth::LoginLimiter, metrics::EngineMetrics, vllm::http_client};
 use sqlx::PgPool;
 use std::sync::Arc;
 
@@ -7,10 +7,18 @@ use std::sync::Arc;
 pub struct Services {
     pub pool: PgPool,
     pub login_limiter: Arc<LoginLimiter>,
+    /// One HTTP connection pool for every vLLM server.
+    pub http: reqwest::Client,
+    pub metrics: Arc<EngineMetrics>,
 }
 
 impl Services {
     pub fn new(pool: PgPool) -> Self {
-        Self { pool, login_limiter: Arc::new(LoginLimiter::default()) }
+        Self {
+            pool,
+            login_limiter: Arc::new(LoginLimiter::default()),
+            http: http_client(),
+            metrics: Arc::new(EngineMetrics::default()),
+        }
     }
 }

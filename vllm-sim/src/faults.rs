@@ -103,10 +103,8 @@ impl FaultSettings {
         } else {
             None
         };
-        let incident = kind.map(|kind| Incident {
-            at_token: rng.gen_range(0..completion_tokens.max(1)),
-            kind,
-        });
+        let incident =
+            kind.map(|kind| Incident { at_token: rng.gen_range(0..completion_tokens.max(1)), kind });
         FaultPlan { http_500, slow_start, incident }
     }
 }

@@ -83,7 +83,8 @@ pub async fn spawn_on(addr: SocketAddr, config: SimConfig) -> Result<RunningSim,
         chat_requests: Default::default(),
         outages: outages.clone(),
     });
-    let server = server::Server { app: api::router(state.clone()), clock, counters, shutdown: shutdown.clone() };
+    let server =
+        server::Server { app: api::router(state.clone()), clock, counters, shutdown: shutdown.clone() };
     let server_task = tokio::spawn(server.run(listener, outages, outage_requests));
     Ok(RunningSim { addr, state, shutdown, tasks: vec![engine_task, server_task] })
 }

@@ -66,8 +66,10 @@ impl Metrics {
         let waiting = gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.");
         let kv_cache_usage = gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.");
         let prompt_tokens = counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.");
-        let generation_tokens = counter("vllm:generation_tokens_total", "Number of generation tokens processed.");
-        let preemptions = counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.");
+        let generation_tokens =
+            counter("vllm:generation_tokens_total", "Number of generation tokens processed.");
+        let preemptions =
+            counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.");
 
         let finished = IntCounterVec::new(
             opts("vllm:request_success_total", "Count of successfully processed requests."),

@@ -122,7 +122,9 @@ impl<'a> Iterator for SegmentTokens<'a> {
     fn next(&mut self) -> Option<Token<'a>> {
         match self {
             Self::Special(token) => token.take(),
-            Self::Text(pieces) => pieces.next().map(|piece| Token { id: tokenizer::token_id(piece), text: piece }),
+            Self::Text(pieces) => {
+                pieces.next().map(|piece| Token { id: tokenizer::token_id(piece), text: piece })
+            }
         }
     }
 }

@@ -76,7 +76,12 @@ pub(crate) fn outage_channel() -> (Outages, mpsc::UnboundedReceiver<Duration>) {
 impl Server {
     /// Serves until shutdown. `outages` is the receiving end of the channel that the
     /// handlers' `Outages` feeds.
-    pub async fn run(self, mut listener: TcpListener, outages: Outages, mut requests: mpsc::UnboundedReceiver<Duration>) {
+    pub async fn run(
+        self,
+        mut listener: TcpListener,
+        outages: Outages,
+        mut requests: mpsc::UnboundedReceiver<Duration>,
+    ) {
         let addr = listener.local_addr().expect("a bound listener has an address");
         let mut open_connections = CancellationToken::new();
         loop {

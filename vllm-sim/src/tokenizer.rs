@@ -37,11 +37,8 @@ impl<'a> Iterator for Pieces<'a> {
         let bytes = self.rest.as_bytes();
         let first = *bytes.first()?;
         let word_start = usize::from(first == b' ' && bytes.get(1).is_some_and(u8::is_ascii_alphanumeric));
-        let word_len = bytes[word_start..]
-            .iter()
-            .take(MAX_WORD_BYTES)
-            .take_while(|b| b.is_ascii_alphanumeric())
-            .count();
+        let word_len =
+            bytes[word_start..].iter().take(MAX_WORD_BYTES).take_while(|b| b.is_ascii_alphanumeric()).count();
         let len = if word_len > 0 {
             word_start + word_len
         } else {

@@ -63,7 +63,9 @@ async fn a_stream_is_role_deltas_finish_usage_then_done() {
     assert!(reasoning_tokens > 0 && !content.is_empty(), "reasoning comes first, then the answer");
     assert_eq!(token_count(&sim, &reasoning).await, reasoning_tokens);
     assert_eq!(token_count(&sim, &content).await, completion - reasoning_tokens);
-    let first_content = chunks.iter().position(|c| c["choices"][0]["delta"]["content"].as_str().is_some_and(|t| !t.is_empty()));
+    let first_content = chunks
+        .iter()
+        .position(|c| c["choices"][0]["delta"]["content"].as_str().is_some_and(|t| !t.is_empty()));
     let last_reasoning = chunks.iter().rposition(|c| c["choices"][0]["delta"]["reasoning"].is_string());
     assert!(last_reasoning < first_content);
 }
@@ -107,7 +109,9 @@ async fn continuous_usage_puts_running_counts_on_every_chunk() {
 #[tokio::test]
 async fn a_whole_completion_has_vllms_shape() {
     let sim = start(fast_config()).await;
-    let response = chat(&sim, json!({"model": "sim-model", "messages": user("Whole please."), "request_id": "abc-1"})).await;
+    let response =
+        chat(&sim, json!({"model": "sim-model", "messages": user("Whole please."), "request_id": "abc-1"}))
+            .await;
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["id"], "chatcmpl-abc-1");
@@ -134,7 +138,8 @@ async fn the_reasoning_field_name_follows_the_server_version() {
         (ReasoningField::Both, vec!["reasoning", "reasoning_content"], vec![]),
     ] {
         let sim = start(vllm_sim::SimConfig { reasoning_field: field, ..fast_config() }).await;
-        let body: Value = chat(&sim, json!({"messages": user("Think."), "max_tokens": 5})).await.json().await.unwrap();
+        let body: Value =
+            chat(&sim, json!({"messages": user("Think."), "max_tokens": 5})).await.json().await.unwrap();
         let message = &body["choices"][0]["message"];
         for name in &present {
             assert!(message[name].is_string(), "{field:?}: {name} missing in {message}");
@@ -153,7 +158,11 @@ async fn the_reasoning_field_name_follows_the_server_version() {
 #[tokio::test]
 async fn max_tokens_inside_reasoning_ends_with_length_and_no_content() {
     let sim = start(fast_config()).await;
-    let body: Value = chat(&sim, json!({"messages": user("Think long."), "max_completion_tokens": 3})).await.json().await.unwrap();
+    let body: Value = chat(&sim, json!({"messages": user("Think long."), "max_completion_tokens": 3}))
+        .await
+        .json()
+        .await
+        .unwrap();
     let choice = &body["choices"][0];
     assert_eq!(choice["finish_reason"], "length");
     assert_eq!(choice["message"]["content"], Value::Null);
@@ -171,11 +180,12 @@ async fn max_tokens_inside_reasoning_ends_with_length_and_no_content() {
 async fn thinking_off_means_no_reasoning_at_all() {
     let sim = start(fast_config()).await;
     for kwargs in [json!({"enable_thinking": false}), json!({"thinking": false})] {
-        let body: Value = chat(&sim, json!({"messages": user("Answer directly."), "chat_template_kwargs": kwargs}))
-            .await
-            .json()
-            .await
-            .unwrap();
+        let body: Value =
+            chat(&sim, json!({"messages": user("Answer directly."), "chat_template_kwargs": kwargs}))
+                .await
+                .json()
+                .await
+                .unwrap();
         let message = &body["choices"][0]["message"];
         assert_eq!(message["reasoning"], Value::Null);
         assert!(message["content"].is_string());
@@ -190,7 +200,10 @@ async fn the_same_prompt_always_gets_the_same_completion() {
         let sim = &sim;
         async move {
             let body: Value = chat(sim, json!({"messages": user(text)})).await.json().await.unwrap();
-            (body["usage"]["completion_tokens"].as_u64().unwrap(), body["choices"][0]["message"]["content"].clone())
+            (
+                body["usage"]["completion_tokens"].as_u64().unwrap(),
+                body["choices"][0]["message"]["content"].clone(),
+            )
         }
     };
     let first = ask("Same prompt.").await;
@@ -226,11 +239,15 @@ async fn validation_errors_use_vllms_nested_shape() {
         let response = chat(&sim, request).await;
         assert_eq!(response.status(), status);
         let body: Value = response.json().await.unwrap();
-        assert_eq!(body, json!({"error": {"message": message, "type": kind, "param": param, "code": status}}));
+        assert_eq!(
+            body,
+            json!({"error": {"message": message, "type": kind, "param": param, "code": status}})
+        );
     }
 
     let long_prompt = "word ".repeat(32_000);
-    let body: Value = chat(&sim, json!({"messages": user(&long_prompt), "max_tokens": 1_000})).await.json().await.unwrap();
+    let body: Value =
+        chat(&sim, json!({"messages": user(&long_prompt), "max_tokens": 1_000})).await.json().await.unwrap();
     let message = body["error"]["message"].as_str().unwrap();
     assert!(
         message.starts_with(
@@ -277,15 +294,18 @@ async fn models_tokenize_and_health() {
     assert_eq!(raw["count"], 3);
     assert_eq!(raw["max_model_len"], 32_768);
     assert_eq!(raw["tokens"].as_array().unwrap().len(), 3);
-    let chat_tokens: Value = post(&sim, "/tokenize", json!({"messages": user("Hello, world"), "return_token_strs": true}))
-        .await
-        .json()
-        .await
-        .unwrap();
-    let strs: Vec<&str> = chat_tokens["token_strs"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+    let chat_tokens: Value =
+        post(&sim, "/tokenize", json!({"messages": user("Hello, world"), "return_token_strs": true}))
+            .await
+            .json()
+            .await
+            .unwrap();
+    let strs: Vec<&str> =
+        chat_tokens["token_strs"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
     assert_eq!(strs.concat(), "<|im_start|>user\nHello, world<|im_end|>\n<|im_start|>assistant\n");
     // The usage of a chat request counts the same template.
-    let completion: Value = chat(&sim, json!({"messages": user("Hello, world"), "max_tokens": 1})).await.json().await.unwrap();
+    let completion: Value =
+        chat(&sim, json!({"messages": user("Hello, world"), "max_tokens": 1})).await.json().await.unwrap();
     assert_eq!(completion["usage"]["prompt_tokens"], chat_tokens["count"]);
 
     let health = client().get(format!("{base}/health")).send().await.unwrap();

@@ -43,7 +43,11 @@ async fn closing_a_stream_aborts_its_generation_at_once() {
     let later = sim.stats();
     assert_eq!(later.generation_tokens, after.generation_tokens, "the generation counter stopped");
     assert!(later.generation_tokens < 20_000);
-    assert_eq!((later.requests_finished.stop, later.requests_finished.length), (0, 0), "an abort is no success");
+    assert_eq!(
+        (later.requests_finished.stop, later.requests_finished.length),
+        (0, 0),
+        "an abort is no success"
+    );
 }
 
 #[tokio::test]
@@ -116,7 +120,11 @@ async fn drop_fault_cuts_the_connection_without_a_clean_end() {
     assert_eq!(response.status(), 200);
     assert!(response.text().await.is_err(), "the body ends abruptly");
 
-    let whole = client().post(format!("{}/v1/chat/completions", sim.base_url())).json(&json!({"messages": user("x")})).send().await;
+    let whole = client()
+        .post(format!("{}/v1/chat/completions", sim.base_url()))
+        .json(&json!({"messages": user("x")}))
+        .send()
+        .await;
     assert!(whole.is_err(), "no response at all");
     assert_eq!(sim.stats().faults.drop_connection, 2);
 }
@@ -174,7 +182,10 @@ async fn an_outage_refuses_connections_cuts_streams_and_ends() {
     };
     assert_eq!(up.status(), 200);
     let down_for = went_down.elapsed();
-    assert!(down_for >= Duration::from_millis(450) && down_for < Duration::from_secs(2), "back after {down_for:?}");
+    assert!(
+        down_for >= Duration::from_millis(450) && down_for < Duration::from_secs(2),
+        "back after {down_for:?}"
+    );
     let after = wait_for_stats(&sim, PATIENCE, |s| s.requests_aborted == 1).await;
     assert_eq!(after.outages, 1);
     assert_eq!(after.running, 0);

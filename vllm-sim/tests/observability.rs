@@ -51,7 +51,8 @@ async fn metrics_use_vllms_names_and_labels_and_move_with_work() {
         assert_eq!(idle.get(&key), Some(&0.0), "success counter for {reason} exists from the start");
     }
 
-    let body: serde_json::Value = chat(&sim, json!({"messages": user("Measure me."), "max_tokens": 7})).await.json().await.unwrap();
+    let body: serde_json::Value =
+        chat(&sim, json!({"messages": user("Measure me."), "max_tokens": 7})).await.json().await.unwrap();
     assert_eq!(body["choices"][0]["finish_reason"], "length");
     let samples = scrape(&sim).await;
     let busy = values(&samples);
@@ -88,7 +89,8 @@ async fn request_duration(time_scale: f64, tokens: u32) -> Duration {
     config.lengths.completion_sigma = 0.0;
     let sim = start(config).await;
     let started = Instant::now();
-    let body: serde_json::Value = chat(&sim, json!({"messages": user("Fixed length.")})).await.json().await.unwrap();
+    let body: serde_json::Value =
+        chat(&sim, json!({"messages": user("Fixed length.")})).await.json().await.unwrap();
     assert_eq!(body["usage"]["completion_tokens"], tokens);
     started.elapsed()
 }

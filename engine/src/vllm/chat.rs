@@ -145,7 +145,11 @@ impl Limits {
 
 /// Reads an SSE chat-completion stream to its end. Dropping the future drops the connection,
 /// which makes vLLM abort the request.
-pub(crate) async fn read_stream(response: reqwest::Response, limits: Limits) -> Result<Completion, Failure> {
+pub(crate) async fn read_stream(
+    response: reqwest::Response,
+    limits: Limits,
+    mut on_first_token: impl FnMut(Duration),
+) -> Result<Completion, Failure> {
     let mut events = response.bytes_stream().eventsource();
     let mut partial = Partial::default();
     let mut finish_reason: Option<String> = None;
@@ -155,7 +159,11 @@ pub(crate) async fn read_stream(response: reqwest::Response, limits: Limits) -> 
             Err(kind) => return Err(limits.timeout_failure(kind, partial)),
             Ok(None) => break,
             Ok(Some(Err(e))) => {
-                return Err(limits.failure(FailureKind::Disconnected, format!("the stream broke: {e}"), partial))
+                return Err(limits.failure(
+                    FailureKind::Disconnected,
+                    format!("the stream broke: {e}"),
+                    partial,
+                ))
             }
             Ok(Some(Ok(event))) => event,
         };
@@ -182,7 +190,9 @@ pub(crate) async fn read_stream(response: reqwest::Response, limits: Limits) -> 
             let reasoning = choice.delta.reasoning_text().unwrap_or("");
             let content = choice.delta.content_text().unwrap_or("");
             if partial.ttft.is_none() && !(reasoning.is_empty() && content.is_empty()) {
-                partial.ttft = Some(limits.started.elapsed());
+                let ttft = limits.started.elapsed();
+                partial.ttft = Some(ttft);
+                on_first_token(ttft);
             }
             partial.reasoning.push_str(reasoning);
             partial.content.push_str(content);
@@ -207,10 +217,14 @@ pub(crate) async fn read_stream(response: reqwest::Response, limits: Limits) -> 
             ttft: partial.ttft,
             duration: limits.started.elapsed(),
         }),
-        (None, true) => Err(limits.failure(FailureKind::Protocol, "the stream ended without a finish_reason", partial)),
-        (_, false) => {
-            Err(limits.failure(FailureKind::Disconnected, "the connection closed before the stream ended", partial))
+        (None, true) => {
+            Err(limits.failure(FailureKind::Protocol, "the stream ended without a finish_reason", partial))
         }
+        (_, false) => Err(limits.failure(
+            FailureKind::Disconnected,
+            "the connection closed before the stream ended",
+            partial,
+        )),
     }
 }
 

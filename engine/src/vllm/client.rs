@@ -7,12 +7,7 @@ use super::{
 use reqwest::{header, StatusCode};
 use std::time::{Duration, Instant};
 
-/// A model a server offers, with its context length when the server says it.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct ServedModel {
-    pub id: String,
-    pub max_model_len: Option<u32>,
-}
+pub use domain::ServedModel;
 
 /// How long one chat call may take.
 #[derive(Clone, Copy, Debug)]
@@ -69,8 +64,20 @@ impl VllmClient {
 
     /// Streams one chat completion to its end.
     pub async fn chat(&self, request: &ChatRequest, call: ChatCall) -> Result<Completion, Failure> {
+        self.chat_observed(request, call, |_| {}).await
+    }
+
+    /// Like `chat`, calling `on_first_token` with the time to first token as soon as it arrives
+    /// (the concurrency controller needs it before long generations end).
+    pub async fn chat_observed(
+        &self,
+        request: &ChatRequest,
+        call: ChatCall,
+        on_first_token: impl FnMut(Duration),
+    ) -> Result<Completion, Failure> {
         let started = Instant::now();
-        let limits = Limits { idle: call.idle_timeout, deadline: call.deadline.map(|d| started + d), started };
+        let limits =
+            Limits { idle: call.idle_timeout, deadline: call.deadline.map(|d| started + d), started };
         let send = self
             .request(reqwest::Method::POST, "/v1/chat/completions")
             .header(header::ACCEPT, "text/event-stream")
@@ -88,9 +95,13 @@ impl VllmClient {
         if !status.is_success() {
             let body = limits.wait(response.text()).await.ok().and_then(Result::ok).unwrap_or_default();
             let message = format!("HTTP {}: {}", status.as_u16(), error_message(&body));
-            return Err(limits.failure(FailureKind::Http { status: status.as_u16() }, message, Partial::default()));
+            return Err(limits.failure(
+                FailureKind::Http { status: status.as_u16() },
+                message,
+                Partial::default(),
+            ));
         }
-        read_stream(response, limits).await
+        read_stream(response, limits, on_first_token).await
     }
 
     /// `GET /v1/models`.
@@ -158,8 +169,14 @@ mod tests {
     #[test]
     fn base_urls_are_normalised_and_checked() {
         let http = http_client();
-        assert_eq!(VllmClient::new(http.clone(), "http://gpu:8000/v1/", None).unwrap().base_url(), "http://gpu:8000");
-        assert_eq!(VllmClient::new(http.clone(), " http://gpu:8000 ", None).unwrap().base_url(), "http://gpu:8000");
+        assert_eq!(
+            VllmClient::new(http.clone(), "http://gpu:8000/v1/", None).unwrap().base_url(),
+            "http://gpu:8000"
+        );
+        assert_eq!(
+            VllmClient::new(http.clone(), " http://gpu:8000 ", None).unwrap().base_url(),
+            "http://gpu:8000"
+        );
         assert!(VllmClient::new(http.clone(), "gpu:8000", None).unwrap_err().contains("http://"));
         assert!(VllmClient::new(http, "not a url", None).is_err());
     }

@@ -21,9 +21,10 @@ pub fn message_of(value: &Value) -> Option<String> {
                     return Some(message);
                 }
             }
-            map.get("message").and_then(Value::as_str).map(str::to_string).or_else(|| {
-                map.get("detail").and_then(Value::as_str).map(str::to_string)
-            })
+            map.get("message")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .or_else(|| map.get("detail").and_then(Value::as_str).map(str::to_string))
         }
         _ => None,
     }
@@ -48,11 +49,15 @@ mod tests {
     #[test]
     fn reads_nested_flat_and_unknown_bodies() {
         assert_eq!(
-            error_message(r#"{"error":{"message":"max_tokens too big","type":"BadRequestError","param":"max_tokens","code":400}}"#),
+            error_message(
+                r#"{"error":{"message":"max_tokens too big","type":"BadRequestError","param":"max_tokens","code":400}}"#
+            ),
             "max_tokens too big"
         );
         assert_eq!(
-            error_message(r#"{"object":"error","message":"The model `x` does not exist.","type":"NotFoundError","code":404}"#),
+            error_message(
+                r#"{"object":"error","message":"The model `x` does not exist.","type":"NotFoundError","code":404}"#
+            ),
             "The model `x` does not exist."
         );
         assert_eq!(error_message(r#"{"detail":"Not Found"}"#), "Not Found");

@@ -34,10 +34,14 @@ impl ServerLoad {
                 "vllm:num_requests_running" => load.running += value,
                 "vllm:num_requests_waiting" => load.waiting += value,
                 // The old name, still emitted by servers before ~0.10.
-                "vllm:kv_cache_usage_perc" | "vllm:gpu_cache_usage_perc" => load.kv_usage = load.kv_usage.max(value),
+                "vllm:kv_cache_usage_perc" | "vllm:gpu_cache_usage_perc" => {
+                    load.kv_usage = load.kv_usage.max(value)
+                }
                 "vllm:num_preemptions_total" | "vllm:num_preemptions" => load.preemptions_total += value,
                 "vllm:prompt_tokens_total" | "vllm:prompt_tokens" => load.prompt_tokens_total += value,
-                "vllm:generation_tokens_total" | "vllm:generation_tokens" => load.generation_tokens_total += value,
+                "vllm:generation_tokens_total" | "vllm:generation_tokens" => {
+                    load.generation_tokens_total += value
+                }
                 _ => continue,
             }
             seen = true;

@@ -12,4 +12,4 @@ mod wire;
 pub use chat::{Completion, Failure, FailureKind, Partial, Usage};
 pub use client::{http_client, ChatCall, ServedModel, VllmClient};
 pub use load::ServerLoad;
-pub use wire::{ChatMessage, ChatRequest};
+pub use wire::{ChatMessage, ChatRequest, StreamOptions};

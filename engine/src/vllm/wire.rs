@@ -134,9 +134,11 @@ mod tests {
     #[test]
     fn both_reasoning_names_are_read_and_reasoning_wins() {
         let both: Chunk =
-            serde_json::from_str(r#"{"choices":[{"delta":{"reasoning":"a","reasoning_content":"a"}}]}"#).unwrap();
+            serde_json::from_str(r#"{"choices":[{"delta":{"reasoning":"a","reasoning_content":"a"}}]}"#)
+                .unwrap();
         assert_eq!(both.choices[0].delta.reasoning_text(), Some("a"));
-        let old: Chunk = serde_json::from_str(r#"{"choices":[{"delta":{"reasoning_content":"b"}}]}"#).unwrap();
+        let old: Chunk =
+            serde_json::from_str(r#"{"choices":[{"delta":{"reasoning_content":"b"}}]}"#).unwrap();
         assert_eq!(old.choices[0].delta.reasoning_text(), Some("b"));
     }
 
@@ -151,7 +153,9 @@ mod tests {
         assert_eq!(u.completion_tokens_details.unwrap().reasoning_tokens, Some(3));
         let escaped: Chunk = serde_json::from_str(r#"{"choices":[{"delta":{"content":"a\nb"}}]}"#).unwrap();
         assert_eq!(escaped.choices[0].delta.content_text(), Some("a\nb"));
-        let null: Chunk = serde_json::from_str(r#"{"choices":[{"delta":{"content":null},"finish_reason":"stop"}]}"#).unwrap();
+        let null: Chunk =
+            serde_json::from_str(r#"{"choices":[{"delta":{"content":null},"finish_reason":"stop"}]}"#)
+                .unwrap();
         assert_eq!(null.choices[0].delta.content_text(), None);
     }
 }

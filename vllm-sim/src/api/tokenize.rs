@@ -37,9 +37,13 @@ pub(super) async fn tokenize(State(app): State<Arc<AppState>>, body: Bytes) -> R
             };
             prompt::template_tokens(messages, options).collect()
         }
-        _ => return ApiError::bad_request("Provide exactly one of `prompt` or `messages`.", None).render(legacy),
+        _ => {
+            return ApiError::bad_request("Provide exactly one of `prompt` or `messages`.", None)
+                .render(legacy)
+        }
     };
-    let token_strs = request.return_token_strs.unwrap_or(false).then(|| tokens.iter().map(|t| t.text).collect());
+    let token_strs =
+        request.return_token_strs.unwrap_or(false).then(|| tokens.iter().map(|t| t.text).collect());
     Json(TokenizeResponse {
         count: tokens.len(),
         max_model_len: app.config.max_model_len,

@@ -342,7 +342,13 @@ mod tests {
             let id = self.progress.len() as u64;
             let progress = Arc::new(Progress::default());
             self.progress.push(progress.clone());
-            let new = NewSequence { id, prompt_tokens, max_new_tokens, finish_reason: FinishReason::Stop, progress };
+            let new = NewSequence {
+                id,
+                prompt_tokens,
+                max_new_tokens,
+                finish_reason: FinishReason::Stop,
+                progress,
+            };
             self.scheduler.submit(new, self.now);
             id
         }
@@ -378,7 +384,10 @@ mod tests {
             let before = bench.generated();
             bench.run_for(10.0);
             let rate = (bench.generated() - before) as f64 / 10.0;
-            assert!((rate - expected).abs() / expected < 0.01, "{clients} clients: {rate} tok/s, expected {expected}");
+            assert!(
+                (rate - expected).abs() / expected < 0.01,
+                "{clients} clients: {rate} tok/s, expected {expected}"
+            );
         }
     }
 

@@ -22,12 +22,18 @@ pub fn parse(text: &str) -> Vec<Sample> {
         } else if let Some(declaration) = line.strip_prefix("# TYPE ") {
             let (name, kind) = declaration.split_once(' ').unwrap_or_else(|| panic!("bad TYPE: {line}"));
             metric_name(name, line);
-            assert!(["counter", "gauge", "histogram", "summary", "untyped"].contains(&kind), "bad type: {line}");
+            assert!(
+                ["counter", "gauge", "histogram", "summary", "untyped"].contains(&kind),
+                "bad type: {line}"
+            );
             family = Some((name.to_owned(), kind.to_owned()));
         } else {
             let sample = sample(line);
             let (family_name, kind) = family.as_ref().unwrap_or_else(|| panic!("sample before TYPE: {line}"));
-            let suffix = sample.name.strip_prefix(family_name.as_str()).unwrap_or_else(|| panic!("{line} outside {family_name}"));
+            let suffix = sample
+                .name
+                .strip_prefix(family_name.as_str())
+                .unwrap_or_else(|| panic!("{line} outside {family_name}"));
             let allowed: &[&str] = if kind == "histogram" { &["_bucket", "_sum", "_count"] } else { &[""] };
             assert!(allowed.contains(&suffix), "{line} outside {kind} {family_name}");
             samples.push(sample);
@@ -39,7 +45,10 @@ pub fn parse(text: &str) -> Vec<Sample> {
 fn metric_name<'a>(name: &'a str, line: &str) -> &'a str {
     let mut chars = name.chars();
     let first_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == ':');
-    assert!(first_ok && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'), "bad name in {line}");
+    assert!(
+        first_ok && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'),
+        "bad name in {line}"
+    );
     name
 }
 

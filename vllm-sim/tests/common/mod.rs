@@ -39,7 +39,9 @@ pub async fn chat(sim: &RunningSim, body: Value) -> reqwest::Response {
 pub fn sse_payloads(body: &str) -> Vec<String> {
     assert!(body.ends_with("\n\n"), "a stream ends with a blank line: {body:?}");
     body.split_terminator("\n\n")
-        .map(|event| event.strip_prefix("data: ").unwrap_or_else(|| panic!("not a data event: {event:?}")).to_owned())
+        .map(|event| {
+            event.strip_prefix("data: ").unwrap_or_else(|| panic!("not a data event: {event:?}")).to_owned()
+        })
         .collect()
 }
 
@@ -55,7 +57,11 @@ pub async fn stats(sim: &RunningSim) -> SimStats {
 }
 
 /// Polls the server's stats until `done` holds, failing after `within`.
-pub async fn wait_for_stats(sim: &RunningSim, within: Duration, done: impl Fn(&SimStats) -> bool) -> SimStats {
+pub async fn wait_for_stats(
+    sim: &RunningSim,
+    within: Duration,
+    done: impl Fn(&SimStats) -> bool,
+) -> SimStats {
     let deadline = Instant::now() + within;
     loop {
         let stats = sim.stats();

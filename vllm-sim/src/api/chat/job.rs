@@ -142,7 +142,9 @@ fn max_new_tokens(request: &ChatRequest, prompt_tokens: u32, max_model_len: u32)
             ),
             Some("max_tokens"),
         )),
-        Some(requested) if i64::from(prompt_tokens) + requested > i64::from(max_model_len) => Err(too_long(requested)),
+        Some(requested) if i64::from(prompt_tokens) + requested > i64::from(max_model_len) => {
+            Err(too_long(requested))
+        }
         Some(requested) => Ok(requested as u32),
         None if prompt_tokens >= max_model_len => Err(too_long(0)),
         None => Ok(max_model_len - prompt_tokens),

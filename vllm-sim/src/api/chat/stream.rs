@@ -26,7 +26,12 @@ use std::sync::Arc;
 /// A frame is handed over once it holds this much, even if more events are ready.
 const FRAME_BYTES: usize = 16 * 1024;
 
-pub(super) fn respond(app: Arc<AppState>, connection: Connection, job: ChatJob, settings: StreamSettings) -> Response {
+pub(super) fn respond(
+    app: Arc<AppState>,
+    connection: Connection,
+    job: ChatJob,
+    settings: StreamSettings,
+) -> Response {
     let stream = ChatStream {
         app,
         connection,
@@ -69,7 +74,8 @@ impl ChatStream {
         if self.done {
             return None;
         }
-        while let Some(incident) = self.job.faults.incident.filter(|incident| incident.at_token == self.sent) {
+        while let Some(incident) = self.job.faults.incident.filter(|incident| incident.at_token == self.sent)
+        {
             self.job.faults.incident = None;
             if let Some(frame) = self.suffer(incident).await {
                 return Some(frame);
@@ -157,7 +163,8 @@ impl ChatStream {
     }
 
     fn write_delta(&mut self, range: std::ops::Range<u32>, finishes: bool) {
-        let (mut reasoning, mut answer) = (std::mem::take(&mut self.reasoning), std::mem::take(&mut self.answer));
+        let (mut reasoning, mut answer) =
+            (std::mem::take(&mut self.reasoning), std::mem::take(&mut self.answer));
         reasoning.clear();
         answer.clear();
         self.job.write_text(range.clone(), &mut reasoning, &mut answer);
@@ -190,7 +197,10 @@ impl ChatStream {
     fn write_trailer(&mut self) {
         if self.settings.include_usage {
             let usage = self.job.final_usage(self.sent);
-            write_event(&mut self.frame, &ChatChunk { header: &self.job.header, choices: &[], usage: Some(usage) });
+            write_event(
+                &mut self.frame,
+                &ChatChunk { header: &self.job.header, choices: &[], usage: Some(usage) },
+            );
         }
         write_done(&mut self.frame);
         self.done = true;

@@ -13,7 +13,11 @@ use axum::Json;
 
 /// Generates the whole completion, then answers. If the client goes away first, this
 /// future is dropped, and with it the generation, which aborts it in the engine.
-pub(super) async fn respond(app: &AppState, connection: &Connection, job: ChatJob) -> Result<Response, ApiError> {
+pub(super) async fn respond(
+    app: &AppState,
+    connection: &Connection,
+    job: ChatJob,
+) -> Result<Response, ApiError> {
     if let Some(delay) = job.faults.slow_start {
         SimCounters::bump(&app.counters.slow_starts);
         app.clock.sleep(delay).await;

@@ -1,0 +1,132 @@
+//! Registered vLLM servers: add, list, test the connection, remove.
+
+use crate::{
+    error::OnConstraint,
+    vllm::{ServedModel, VllmClient},
+    Error, Result,
+};
+use domain::EndpointSummary;
+use sqlx::PgPool;
+
+pub struct NewEndpoint<'a> {
+    pub name: &'a str,
+    pub base_url: &'a str,
+    pub api_key: Option<&'a str>,
+}
+
+/// What the engine needs to talk to an endpoint.
+#[derive(Clone, Debug)]
+pub struct EndpointTarget {
+    pub id: i64,
+    pub name: String,
+    pub base_url: String,
+    pub api_key: Option<String>,
+}
+
+impl EndpointTarget {
+    pub fn client(&self, http: reqwest::Client) -> Result<VllmClient> {
+        VllmClient::new(http, &self.base_url, self.api_key.clone()).map_err(Error::Invalid)
+    }
+}
+
+/// Registers a server after checking its URL is well-formed. Its models are read by `check`.
+pub async fn create(
+    pool: &PgPool,
+    http: &reqwest::Client,
+    new: NewEndpoint<'_>,
+    by: i64,
+) -> Result<EndpointSummary> {
+    let name = new.name.trim();
+    if name.is_empty() {
+        return Err(Error::invalid("give the endpoint a name"));
+    }
+    let client = VllmClient::new(http.clone(), new.base_url, None).map_err(Error::Invalid)?;
+    let api_key = new.api_key.map(str::trim).filter(|k| !k.is_empty());
+    let id = sqlx::query_scalar!(
+        "INSERT INTO endpoints (name, base_url, api_key, created_by) VALUES ($1, $2, $3, $4) RETURNING id",
+        name,
+        client.base_url(),
+        api_key,
+        by
+    )
+    .fetch_one(pool)
+    .await
+    .on_constraint("endpoints_name_key", || format!("an endpoint named `{name}` exists already"))?;
+    check(pool, http, id).await
+}
+
+/// Asks the server for its models and records what it said (or why it could not answer).
+pub async fn check(pool: &PgPool, http: &reqwest::Client, id: i64) -> Result<EndpointSummary> {
+    let target = target(pool, id).await?;
+    let result = target.client(http.clone())?.models().await;
+    let (models, error) = match result {
+        Ok(models) if models.is_empty() => (Some(Vec::new()), Some("the server lists no models".to_string())),
+        Ok(models) => (Some(models), None),
+        Err(e) => (None, Some(e)),
+    };
+    let models_json = models.map(|m| serde_json::to_value(m).expect("models serialize"));
+    sqlx::query!(
+        "UPDATE endpoints SET models = COALESCE($2, models), checked_at = now(), check_error = $3 WHERE id = $1",
+        id,
+        models_json,
+        error
+    )
+    .execute(pool)
+    .await?;
+    get(pool, id).await
+}
+
+pub async fn list(pool: &PgPool) -> Result<Vec<EndpointSummary>> {
+    let rows = sqlx::query!(
+        r#"SELECT id, name, base_url, api_key IS NOT NULL AS "has_api_key!", models, checked_at, check_error, created_at
+           FROM endpoints ORDER BY name"#
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| EndpointSummary {
+            id: r.id,
+            name: r.name,
+            base_url: r.base_url,
+            has_api_key: r.has_api_key,
+            models: parse_models(r.models),
+            checked_at: r.checked_at,
+            check_error: r.check_error,
+            created_at: r.created_at,
+        })
+        .collect())
+}
+
+pub async fn get(pool: &PgPool, id: i64) -> Result<EndpointSummary> {
+    list(pool).await?.into_iter().find(|e| e.id == id).ok_or(Error::NotFound("endpoint"))
+}
+
+pub async fn target(pool: &PgPool, id: i64) -> Result<EndpointTarget> {
+    sqlx::query_as!(EndpointTarget, "SELECT id, name, base_url, api_key FROM endpoints WHERE id = $1", id)
+        .fetch_optional(pool)
+        .await?
+        .ok_or(Error::NotFound("endpoint"))
+}
+
+/// Removes an endpoint no run has used.
+pub async fn delete(pool: &PgPool, id: i64) -> Result<()> {
+    let used =
+        sqlx::query_scalar!(r#"SELECT count(*) AS "n!" FROM run_endpoints WHERE endpoint_id = $1"#, id)
+            .fetch_one(pool)
+            .await?;
+    if used > 0 {
+        return Err(Error::conflict(format!(
+            "{used} run(s) used this endpoint; it stays so their history keeps its name"
+        )));
+    }
+    let deleted = sqlx::query!("DELETE FROM endpoints WHERE id = $1", id).execute(pool).await?;
+    if deleted.rows_affected() == 0 {
+        return Err(Error::NotFound("endpoint"));
+    }
+    Ok(())
+}
+
+fn parse_models(value: Option<serde_json::Value>) -> Vec<ServedModel> {
+    value.and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default()
+}

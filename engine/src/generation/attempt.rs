@@ -1,0 +1,310 @@
+//! One try of one sample: send its conversation turn by turn, classify what came back, and
+//! settle the sample in the queue.
+
+use super::{
+    backoff,
+    classify::{self, AfterFailure},
+    conversation::{self, Turn},
+    queue::{self, Claimed, Next, Output, TryRecord},
+    RunContext,
+};
+use crate::vllm::{ChatCall, ChatMessage, ChatRequest, Completion, Failure, StreamOptions, VllmClient};
+use domain::generation::SampleState;
+use std::time::Duration;
+use time::OffsetDateTime;
+use tokio_util::sync::CancellationToken;
+
+/// What the endpoint driver learns from a finished try.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Report {
+    pub sample_id: i64,
+    pub result: TryResult,
+    pub completion_tokens: u32,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum TryResult {
+    /// The sample reached this terminal state.
+    Finished(SampleState),
+    /// Counted, back in the queue after a backoff. `timeout_or_server_error` feeds the
+    /// concurrency controller.
+    Retrying { timeout_or_server_error: bool },
+    /// The endpoint could not be reached; the sample went back uncounted.
+    EndpointDown(String),
+    /// Stopped because the run was cancelled or the worker is stopping.
+    Interrupted,
+    /// Another worker owns the sample now; this result was dropped.
+    LeaseLost,
+}
+
+pub struct Attempt<'a> {
+    pub run: &'a RunContext,
+    pub endpoint_id: i64,
+    pub client: &'a VllmClient,
+    pub cancel: &'a CancellationToken,
+    /// Called with the time to first token of each request as it arrives.
+    pub on_first_token: &'a (dyn Fn(Duration) + Sync),
+}
+
+impl Attempt<'_> {
+    pub async fn run(&self, sample: Claimed) -> Report {
+        let sample_id = sample.id;
+        let (result, completion_tokens) = match self.execute(&sample).await {
+            Ok(done) => done,
+            Err(e) => {
+                tracing::error!(sample.id = sample_id, error = %e, "recording a try failed; the lease will expire and the sample return to the queue");
+                (TryResult::LeaseLost, 0)
+            }
+        };
+        let metrics = &self.run.metrics;
+        match &result {
+            TryResult::Finished(state) => {
+                metrics.finished(state.as_str());
+                metrics.tried(state.as_str());
+            }
+            TryResult::Retrying { .. } => metrics.tried("error"),
+            TryResult::EndpointDown(_) | TryResult::Interrupted | TryResult::LeaseLost => {
+                metrics.tried("abandoned")
+            }
+        }
+        metrics.generated_tokens.inc_by(completion_tokens as u64);
+        Report { sample_id, result, completion_tokens }
+    }
+
+    async fn execute(&self, sample: &Claimed) -> crate::Result<(TryResult, u32)> {
+        let settings = &self.run.settings;
+        let started_at = OffsetDateTime::now_utc();
+        let clock = std::time::Instant::now();
+        let plan = match conversation::plan(&sample.source, settings.turns, settings.system_prompt.as_deref())
+        {
+            Ok(plan) => plan,
+            Err(reason) => {
+                let record = TryRecord {
+                    result: "error",
+                    error_kind: Some("bad_conversation"),
+                    error: Some(reason),
+                    started_at: Some(started_at),
+                    endpoint_id: Some(self.endpoint_id),
+                    ..Default::default()
+                };
+                let result = TryResult::Finished(SampleState::Failed);
+                return self
+                    .settle(sample, Next::Finish(SampleState::Failed), Output::default(), record, result, 0)
+                    .await;
+            }
+        };
+        let mut history: Vec<ChatMessage> = plan.prefix.clone();
+        let mut turns: Vec<Turn> = plan.prefix.iter().map(as_turn).collect();
+        let mut usage = UsageSum::default();
+        let mut first_ttft: Option<Duration> = None;
+        let mut last: Option<Completion> = None;
+        let mut outcome = SampleState::Ok;
+
+        for step in plan.steps {
+            history.extend(step.iter().cloned());
+            turns.extend(step.iter().map(as_turn));
+            let request = self.request(history.clone(), sample.thinking);
+            let call = ChatCall {
+                idle_timeout: Duration::from_secs(settings.idle_timeout_secs.into()),
+                deadline: settings.deadline_secs.map(|s| Duration::from_secs(s.into())),
+            };
+            let result = tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => {
+                    let record = TryRecord { error_kind: Some("interrupted"), error: Some("the run was cancelled or the worker stopped".into()), started_at: Some(started_at), endpoint_id: Some(self.endpoint_id), ..Default::default() };
+                    let held = queue::release(&self.run.pool, sample.id, self.run.worker_id, Duration::ZERO, record).await?;
+                    return Ok((if held { TryResult::Interrupted } else { TryResult::LeaseLost }, usage.completion));
+                }
+                result = self.client.chat_observed(&request, call, |ttft| (self.on_first_token)(ttft)) => result,
+            };
+            match result {
+                Ok(completion) => {
+                    first_ttft = first_ttft.or(completion.ttft);
+                    usage.add(&completion);
+                    match classify::completion_outcome(&completion) {
+                        Err(reason) => {
+                            let failure = Failure {
+                                kind: crate::vllm::FailureKind::ErrorChunk,
+                                message: reason.to_string(),
+                                partial: crate::vllm::Partial {
+                                    reasoning: completion.reasoning,
+                                    content: completion.content,
+                                    ttft: completion.ttft,
+                                    usage: completion.usage,
+                                },
+                                duration: completion.duration,
+                            };
+                            return self.failed(sample, failure, started_at, &usage).await;
+                        }
+                        Ok(state) => {
+                            history.push(ChatMessage {
+                                role: "assistant".into(),
+                                content: completion.content.clone(),
+                            });
+                            turns.push(Turn {
+                                role: "assistant".into(),
+                                content: completion.content.clone(),
+                                reasoning_content: Some(completion.reasoning.clone())
+                                    .filter(|r| !r.is_empty()),
+                            });
+                            last = Some(completion);
+                            outcome = state;
+                            if state != SampleState::Ok {
+                                break; // a truncated or empty turn ends the conversation
+                            }
+                        }
+                    }
+                }
+                Err(failure) => return self.failed(sample, failure, started_at, &usage).await,
+            }
+        }
+
+        let last = last.expect("a plan has at least one step");
+        let record = TryRecord {
+            result: outcome.as_str(),
+            endpoint_id: Some(self.endpoint_id),
+            started_at: Some(started_at),
+            finish_reason: Some(last.finish_reason.clone()),
+            prompt_tokens: usage.prompt.map(to_i32),
+            completion_tokens: Some(to_i32(usage.completion)),
+            reasoning_tokens: usage.reasoning.map(to_i32),
+            ttft_ms: first_ttft.map(millis),
+            duration_ms: Some(millis(clock.elapsed())),
+            ..Default::default()
+        };
+        let output = Output {
+            reasoning: Some(last.reasoning),
+            content: Some(last.content),
+            messages: Some(serde_json::to_value(&turns).expect("turns serialize")),
+        };
+        let result = TryResult::Finished(outcome);
+        self.settle(sample, Next::Finish(outcome), output, record, result, usage.completion).await
+    }
+
+    fn request(&self, messages: Vec<ChatMessage>, thinking: Option<bool>) -> ChatRequest {
+        let s = &self.run.settings;
+        ChatRequest {
+            model: s.model.clone(),
+            messages,
+            max_tokens: s.max_tokens,
+            temperature: s.temperature,
+            top_p: s.top_p,
+            seed: s.seed,
+            // Qwen-style templates read `enable_thinking`, DeepSeek/Kimi-style ones `thinking`;
+            // a template ignores the name it does not use.
+            chat_template_kwargs: thinking
+                .map(|on| serde_json::json!({ "enable_thinking": on, "thinking": on })),
+            stream_interval: Some(s.stream_interval),
+            stream: true,
+            stream_options: StreamOptions { include_usage: true },
+        }
+    }
+
+    async fn failed(
+        &self,
+        sample: &Claimed,
+        failure: Failure,
+        started_at: OffsetDateTime,
+        usage: &UsageSum,
+    ) -> crate::Result<(TryResult, u32)> {
+        let tries_after = sample.attempts as u32 + 1;
+        let record = TryRecord {
+            result: if failure.is_timeout() { "timed_out" } else { "error" },
+            endpoint_id: Some(self.endpoint_id),
+            started_at: Some(started_at),
+            http_status: failure.http_status().map(i32::from),
+            error_kind: Some(failure.kind.as_str()),
+            error: Some(failure.message.clone()),
+            prompt_tokens: failure.partial.usage.map(|u| to_i32(u.prompt_tokens)),
+            completion_tokens: failure.partial.usage.map(|u| to_i32(u.completion_tokens)),
+            ttft_ms: failure.partial.ttft.map(millis),
+            duration_ms: Some(millis(failure.duration)),
+            partial_reasoning: Some(failure.partial.reasoning.clone()).filter(|s| !s.is_empty()),
+            partial_content: Some(failure.partial.content.clone()).filter(|s| !s.is_empty()),
+            ..Default::default()
+        };
+        let output = Output {
+            reasoning: Some(failure.partial.reasoning.clone()).filter(|s| !s.is_empty()),
+            content: Some(failure.partial.content.clone()).filter(|s| !s.is_empty()),
+            messages: None,
+        };
+        match classify::after_failure(&failure, tries_after, self.run.settings.max_attempts) {
+            AfterFailure::EndpointDown => {
+                let held = queue::release(
+                    &self.run.pool,
+                    sample.id,
+                    self.run.worker_id,
+                    Duration::from_secs(1),
+                    record,
+                )
+                .await?;
+                Ok((
+                    if held { TryResult::EndpointDown(failure.message) } else { TryResult::LeaseLost },
+                    usage.completion,
+                ))
+            }
+            AfterFailure::Retry => {
+                let next = Next::RetryAfter(backoff::delay(tries_after));
+                let result = TryResult::Retrying { timeout_or_server_error: true };
+                self.settle(sample, next, output, record, result, usage.completion).await
+            }
+            AfterFailure::Finish(state) => {
+                let result = TryResult::Finished(state);
+                self.settle(sample, Next::Finish(state), output, record, result, usage.completion).await
+            }
+        }
+    }
+
+    /// Writes the try; `result` is what it means when this worker still held the lease.
+    async fn settle(
+        &self,
+        sample: &Claimed,
+        next: Next,
+        output: Output,
+        record: TryRecord,
+        result: TryResult,
+        tokens: u32,
+    ) -> crate::Result<(TryResult, u32)> {
+        if queue::settle(&self.run.pool, sample.id, self.run.worker_id, next, output, record).await? {
+            Ok((result, tokens))
+        } else {
+            tracing::warn!(
+                sample.id = sample.id,
+                "lease lost before the result was saved; another worker has the sample"
+            );
+            Ok((TryResult::LeaseLost, tokens))
+        }
+    }
+}
+
+#[derive(Default)]
+struct UsageSum {
+    /// Prompt tokens of the last request (the longest, for multi-turn conversations).
+    prompt: Option<u32>,
+    completion: u32,
+    reasoning: Option<u32>,
+}
+
+impl UsageSum {
+    fn add(&mut self, completion: &Completion) {
+        if let Some(usage) = completion.usage {
+            self.prompt = Some(usage.prompt_tokens);
+            self.completion += usage.completion_tokens;
+            if let Some(r) = usage.reasoning_tokens {
+                self.reasoning = Some(self.reasoning.unwrap_or(0) + r);
+            }
+        }
+    }
+}
+
+fn as_turn(message: &ChatMessage) -> Turn {
+    Turn { role: message.role.clone(), content: message.content.clone(), reasoning_content: None }
+}
+
+fn millis(d: Duration) -> i32 {
+    d.as_millis().min(i32::MAX as u128) as i32
+}
+
+fn to_i32(n: u32) -> i32 {
+    n.min(i32::MAX as u32) as i32
+}

@@ -1,0 +1,92 @@
+//! What a try's result means for its sample: a terminal outcome, another try, or neither.
+
+use crate::vllm::{Completion, Failure, FailureKind};
+use domain::generation::SampleState;
+
+/// The verdict on a completed stream.
+pub fn completion_outcome(completion: &Completion) -> Result<SampleState, &'static str> {
+    match completion.finish_reason.as_str() {
+        // vLLM's `error` is a retryable request-level failure; `abort` means the server dropped it.
+        "error" => Err("the server finished the request with finish_reason `error`"),
+        "abort" => Err("the server aborted the request"),
+        // A truncated answer is an outcome, not an error: retrying would cut it again.
+        "length" => Ok(SampleState::Truncated),
+        _ if completion.content.trim().is_empty() => Ok(SampleState::Empty),
+        _ => Ok(SampleState::Ok),
+    }
+}
+
+/// What to do after a failed try.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AfterFailure {
+    /// The endpoint could not be reached: not the sample's fault, so the try is not counted.
+    EndpointDown,
+    /// Count the try and retry later.
+    Retry,
+    /// Count the try and stop with this terminal state.
+    Finish(SampleState),
+}
+
+/// `tries_after` is the number of counted tries including this one.
+pub fn after_failure(failure: &Failure, tries_after: u32, max_attempts: u32) -> AfterFailure {
+    if failure.kind == FailureKind::Connect {
+        return AfterFailure::EndpointDown;
+    }
+    if failure.is_transient() && tries_after < max_attempts {
+        return AfterFailure::Retry;
+    }
+    if failure.is_timeout() {
+        AfterFailure::Finish(SampleState::TimedOut)
+    } else {
+        AfterFailure::Finish(SampleState::Failed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vllm::Partial;
+    use std::time::Duration;
+
+    fn completion(finish_reason: &str, content: &str) -> Completion {
+        Completion {
+            reasoning: "thinking".into(),
+            content: content.into(),
+            finish_reason: finish_reason.into(),
+            usage: None,
+            ttft: None,
+            duration: Duration::ZERO,
+        }
+    }
+
+    fn failure(kind: FailureKind) -> Failure {
+        Failure { kind, message: String::new(), partial: Partial::default(), duration: Duration::ZERO }
+    }
+
+    #[test]
+    fn finish_reasons_map_to_outcomes() {
+        assert_eq!(completion_outcome(&completion("stop", "answer")), Ok(SampleState::Ok));
+        assert_eq!(completion_outcome(&completion("length", "")), Ok(SampleState::Truncated));
+        assert_eq!(completion_outcome(&completion("stop", "  \n")), Ok(SampleState::Empty));
+        // Unknown reasons are kept as they came; the answer decides.
+        assert_eq!(completion_outcome(&completion("repetition", "x")), Ok(SampleState::Ok));
+        assert!(completion_outcome(&completion("error", "x")).is_err());
+    }
+
+    #[test]
+    fn transient_failures_retry_until_the_last_attempt() {
+        let idle = failure(FailureKind::IdleTimeout);
+        assert_eq!(after_failure(&idle, 1, 5), AfterFailure::Retry);
+        assert_eq!(after_failure(&idle, 5, 5), AfterFailure::Finish(SampleState::TimedOut));
+        let overloaded = failure(FailureKind::Http { status: 503 });
+        assert_eq!(after_failure(&overloaded, 2, 5), AfterFailure::Retry);
+        assert_eq!(after_failure(&overloaded, 5, 5), AfterFailure::Finish(SampleState::Failed));
+    }
+
+    #[test]
+    fn a_bad_request_fails_at_once_and_an_unreachable_server_is_not_counted() {
+        let too_long = failure(FailureKind::Http { status: 400 });
+        assert_eq!(after_failure(&too_long, 1, 5), AfterFailure::Finish(SampleState::Failed));
+        assert_eq!(after_failure(&failure(FailureKind::Connect), 5, 5), AfterFailure::EndpointDown);
+    }
+}

@@ -1,0 +1,264 @@
+//! Adaptive concurrency for one endpoint, run once per second.
+//!
+//! Against vLLM, latency is not a congestion signal (a request's time grows with its length)
+//! and the server never sheds load (its queue is unbounded), so RTT- or 429-driven limiters do
+//! not transfer. The controller instead reads the server's scheduler: it grows the limit while
+//! the batch has room (nothing waiting), trims it to "running + a small queue" once requests
+//! wait, and backs off on preemptions with a full KV cache or on timeouts and server errors.
+//! Without `/metrics` it falls back to the client's own view: time to first token against its
+//! unloaded baseline stands in for the waiting queue.
+
+/// The server's scheduler, from `/metrics`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ServerSignals {
+    pub running: f64,
+    pub waiting: f64,
+    pub kv_usage: f64,
+    /// Preemptions since the previous tick.
+    pub new_preemptions: f64,
+}
+
+/// What one tick saw.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct Observation {
+    /// Requests this run has outstanding on the endpoint (all worker processes).
+    pub outstanding: u32,
+    pub server: Option<ServerSignals>,
+    /// Timeouts, 5xx and broken streams since the previous tick.
+    pub failures: u32,
+    /// Median time to first token of the requests that started streaming this tick.
+    pub ttft_p50: Option<f64>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decision {
+    pub limit: u32,
+    pub reason: String,
+    pub changed: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct Controller {
+    limit: u32,
+    min: u32,
+    max: u32,
+    /// Ticks to hold after a decrease before growing again.
+    hold: u32,
+    /// Doubling until the first sign of a full server (like TCP's slow start), then +1/8.
+    slow_start: bool,
+    /// Lowest time to first token seen (EWMA of quiet periods), the no-queue baseline.
+    ttft_baseline: Option<f64>,
+}
+
+const HOLD_TICKS: u32 = 3;
+
+impl Controller {
+    pub fn new(initial: u32, min: u32, max: u32) -> Self {
+        Self { limit: initial.clamp(min, max), min, max, hold: 0, slow_start: true, ttft_baseline: None }
+    }
+
+    pub fn limit(&self) -> u32 {
+        self.limit
+    }
+
+    /// Adopts the limit another process stored while it held the controller lease.
+    pub fn set_limit(&mut self, limit: u32) {
+        self.limit = limit.clamp(self.min, self.max);
+    }
+
+    pub fn observe(&mut self, obs: Observation) -> Decision {
+        self.hold = self.hold.saturating_sub(1);
+        let (target, reason) = match obs.server {
+            Some(server) => self.with_server(obs, server),
+            None => self.without_server(obs),
+        };
+        let target = target.clamp(self.min, self.max);
+        let changed = target != self.limit;
+        if target < self.limit {
+            self.hold = HOLD_TICKS;
+            self.slow_start = false;
+        }
+        self.limit = target;
+        Decision { limit: target, reason, changed }
+    }
+
+    fn decrease(&self, factor: f64) -> u32 {
+        ((self.limit as f64 * factor).floor() as u32).min(self.limit.saturating_sub(1)).max(1)
+    }
+
+    fn increase(&self) -> u32 {
+        if self.slow_start {
+            self.limit * 2
+        } else {
+            self.limit + (self.limit / 8).max(1)
+        }
+    }
+
+    /// Using (nearly) all of the limit: only then does growing it change anything.
+    fn saturated(&self, outstanding: u32) -> bool {
+        outstanding as f64 >= self.limit as f64 * 0.9
+    }
+
+    fn with_server(&mut self, obs: Observation, s: ServerSignals) -> (u32, String) {
+        let queue_target = (s.running / 16.0).max(2.0);
+        if obs.failures > 0 {
+            return (
+                self.decrease(0.8),
+                format!("{} timeouts or server errors in the last second", obs.failures),
+            );
+        }
+        if s.new_preemptions > 0.0 && s.kv_usage >= 0.9 {
+            return (
+                self.decrease(0.9),
+                format!(
+                    "server preempted {} requests with the KV cache {:.0}% full",
+                    s.new_preemptions,
+                    s.kv_usage * 100.0
+                ),
+            );
+        }
+        if s.waiting > queue_target * 2.0 {
+            self.slow_start = false;
+            // The batch is full: keep a small queue so it stays full, no more.
+            let target = (s.running + queue_target).round() as u32;
+            let target = target.min(self.limit);
+            return (
+                target,
+                format!("server batch is full: {:.0} running, {:.0} waiting", s.running, s.waiting),
+            );
+        }
+        if self.hold == 0 && self.saturated(obs.outstanding) && s.waiting <= queue_target && s.kv_usage < 0.95
+        {
+            return (
+                self.increase(),
+                format!(
+                    "server has room: {:.0} running, {:.0} waiting, KV cache {:.0}%",
+                    s.running,
+                    s.waiting,
+                    s.kv_usage * 100.0
+                ),
+            );
+        }
+        (self.limit, "steady".to_string())
+    }
+
+    fn without_server(&mut self, obs: Observation) -> (u32, String) {
+        if obs.failures > 0 {
+            return (
+                self.decrease(0.8),
+                format!("{} timeouts or server errors in the last second", obs.failures),
+            );
+        }
+        if let Some(ttft) = obs.ttft_p50 {
+            let baseline = *self.ttft_baseline.get_or_insert(ttft);
+            // Follow improvements fast and degradations slowly, so the baseline tracks the
+            // quiet-server latency rather than the loaded one.
+            self.ttft_baseline = Some(if ttft < baseline { ttft } else { baseline * 0.98 + ttft * 0.02 });
+            if ttft > baseline * 3.0 + 0.5 {
+                return (
+                    self.decrease(0.9),
+                    format!("time to first token {ttft:.1} s against {baseline:.1} s unloaded: the server is queueing (no /metrics)"),
+                );
+            }
+        }
+        if self.hold == 0 && self.saturated(obs.outstanding) {
+            return (self.increase(), "requests start promptly; probing for more (no /metrics)".to_string());
+        }
+        (self.limit, "steady (no /metrics)".to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(running: f64, waiting: f64, kv: f64, preempted: f64) -> Option<ServerSignals> {
+        Some(ServerSignals { running, waiting, kv_usage: kv, new_preemptions: preempted })
+    }
+
+    /// A toy server with `max_seqs` batch slots: everything above it waits.
+    fn run_against(max_seqs: u32, ticks: usize) -> Controller {
+        let mut c = Controller::new(8, 1, 1024);
+        for _ in 0..ticks {
+            let outstanding = c.limit();
+            let running = outstanding.min(max_seqs) as f64;
+            let waiting = outstanding.saturating_sub(max_seqs) as f64;
+            c.observe(Observation {
+                outstanding,
+                server: server(running, waiting, 0.5, 0.0),
+                ..Default::default()
+            });
+        }
+        c
+    }
+
+    #[test]
+    fn converges_to_a_full_batch_with_a_small_queue() {
+        let c = run_against(200, 120);
+        assert!((200..=240).contains(&c.limit()), "limit {}", c.limit());
+        let c = run_against(32, 80);
+        assert!((32..=40).contains(&c.limit()), "limit {}", c.limit());
+    }
+
+    #[test]
+    fn a_growing_queue_trims_the_limit_and_says_why() {
+        let mut c = Controller::new(300, 1, 1024);
+        let d = c.observe(Observation {
+            outstanding: 300,
+            server: server(200.0, 100.0, 0.8, 0.0),
+            ..Default::default()
+        });
+        assert!(d.changed && d.limit < 300 && d.limit >= 200, "{d:?}");
+        assert!(d.reason.contains("200 running, 100 waiting"), "{}", d.reason);
+    }
+
+    #[test]
+    fn preemption_with_a_full_cache_backs_off_and_holds() {
+        let mut c = Controller::new(100, 1, 1024);
+        let d = c.observe(Observation {
+            outstanding: 100,
+            server: server(100.0, 0.0, 0.98, 5.0),
+            ..Default::default()
+        });
+        assert_eq!(d.limit, 90);
+        assert!(d.reason.contains("preempted 5"), "{}", d.reason);
+        // Held: no growth on the next tick even though there is room.
+        let d = c.observe(Observation {
+            outstanding: 90,
+            server: server(90.0, 0.0, 0.5, 0.0),
+            ..Default::default()
+        });
+        assert_eq!(d.limit, 90);
+    }
+
+    #[test]
+    fn does_not_grow_a_limit_it_is_not_using() {
+        let mut c = Controller::new(64, 1, 1024);
+        let d = c.observe(Observation {
+            outstanding: 10,
+            server: server(10.0, 0.0, 0.1, 0.0),
+            ..Default::default()
+        });
+        assert_eq!(d.limit, 64);
+        assert!(!d.changed);
+    }
+
+    #[test]
+    fn failures_cut_the_limit_and_bounds_hold() {
+        let mut c = Controller::new(10, 8, 12);
+        let d = c.observe(Observation { outstanding: 10, failures: 3, ..Default::default() });
+        assert_eq!(d.limit, 8);
+        assert!(d.reason.contains("3 timeouts"), "{}", d.reason);
+    }
+
+    #[test]
+    fn without_metrics_a_rising_time_to_first_token_backs_off() {
+        let mut c = Controller::new(32, 1, 1024);
+        c.observe(Observation { outstanding: 32, ttft_p50: Some(0.2), ..Default::default() });
+        let grown = c.limit();
+        assert!(grown > 32);
+        let d = c.observe(Observation { outstanding: grown, ttft_p50: Some(5.0), ..Default::default() });
+        assert!(d.limit < grown, "{d:?}");
+        assert!(d.reason.contains("queueing"), "{}", d.reason);
+    }
+}

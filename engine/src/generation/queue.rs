@@ -1,0 +1,255 @@
+//! PostgreSQL as the work queue. Workers claim pending samples with `FOR UPDATE SKIP LOCKED`
+//! under a lease they renew, and settle each try in one statement that moves the sample to its
+//! next state and records the try — only if they still hold the lease, so a sample never gets
+//! two results even when a slow worker and its successor both finish.
+
+use crate::Result;
+use domain::generation::SampleState;
+use sqlx::PgPool;
+use std::time::Duration;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+/// A sample leased to this worker, with the conversation it starts from.
+#[derive(Clone, Debug)]
+pub struct Claimed {
+    pub id: i64,
+    pub thinking: Option<bool>,
+    /// Tries already counted against the run's attempt limit.
+    pub attempts: i32,
+    /// The dataset row's normalized messages: `[{"role","content"}]`.
+    pub source: serde_json::Value,
+}
+
+pub async fn claim(
+    pool: &PgPool,
+    run_id: i64,
+    worker: Uuid,
+    lease: Duration,
+    limit: i64,
+) -> Result<Vec<Claimed>> {
+    let rows = sqlx::query!(
+        r#"WITH picked AS (
+               SELECT id FROM samples
+               WHERE run_id = $1 AND state = 'pending' AND (not_before IS NULL OR not_before <= now())
+               ORDER BY id
+               LIMIT $4
+               FOR UPDATE SKIP LOCKED)
+           UPDATE samples s
+           SET state = 'running', lease_owner = $2, lease_expires_at = now() + make_interval(secs => $3)
+           FROM picked, dataset_rows r
+           WHERE s.id = picked.id AND r.id = s.row_id
+           RETURNING s.id, s.thinking, s.attempts, r.messages"#,
+        run_id,
+        worker,
+        lease.as_secs_f64(),
+        limit
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| Claimed { id: r.id, thinking: r.thinking, attempts: r.attempts, source: r.messages })
+        .collect())
+}
+
+/// Extends every lease this worker holds; returns the ids it still holds.
+pub async fn renew_leases(pool: &PgPool, worker: Uuid, lease: Duration) -> Result<Vec<i64>> {
+    Ok(sqlx::query_scalar!(
+        "UPDATE samples SET lease_expires_at = now() + make_interval(secs => $2)
+         WHERE lease_owner = $1 AND state = 'running' RETURNING id",
+        worker,
+        lease.as_secs_f64()
+    )
+    .fetch_all(pool)
+    .await?)
+}
+
+/// Returns samples whose worker stopped renewing (it died, or lost the database) to the queue,
+/// recording the interrupted try as not counted.
+pub async fn reap_expired_leases(pool: &PgPool) -> Result<u64> {
+    let reaped = sqlx::query!(
+        r#"WITH expired AS (
+               SELECT id, lease_owner, lease_expires_at FROM samples
+               WHERE state = 'running' AND lease_expires_at < now()
+               FOR UPDATE SKIP LOCKED
+               LIMIT 1000),
+           reset AS (
+               UPDATE samples s SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL
+               FROM expired e WHERE s.id = e.id
+               RETURNING s.id)
+           INSERT INTO sample_attempts (sample_id, result, counted, worker_id, started_at, error_kind, error)
+           SELECT e.id, 'abandoned', false, e.lease_owner, e.lease_expires_at, 'lease_expired',
+                  'the worker stopped renewing its lease (it stopped or lost the database); the sample was queued again'
+           FROM expired e JOIN reset r ON r.id = e.id"#
+    )
+    .execute(pool)
+    .await?;
+    Ok(reaped.rows_affected())
+}
+
+/// One try's record, written together with the sample's next state.
+#[derive(Clone, Debug, Default)]
+pub struct TryRecord {
+    /// ok | truncated | empty | error | timed_out | abandoned
+    pub result: &'static str,
+    pub endpoint_id: Option<i64>,
+    pub started_at: Option<OffsetDateTime>,
+    pub http_status: Option<i32>,
+    pub error_kind: Option<&'static str>,
+    pub error: Option<String>,
+    pub finish_reason: Option<String>,
+    pub prompt_tokens: Option<i32>,
+    pub completion_tokens: Option<i32>,
+    pub reasoning_tokens: Option<i32>,
+    pub ttft_ms: Option<i32>,
+    pub duration_ms: Option<i32>,
+    pub partial_reasoning: Option<String>,
+    pub partial_content: Option<String>,
+}
+
+/// The sample's result fields after a counted try.
+#[derive(Clone, Debug, Default)]
+pub struct Output {
+    pub reasoning: Option<String>,
+    pub content: Option<String>,
+    pub messages: Option<serde_json::Value>,
+}
+
+/// Where a counted try leaves the sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// A terminal state.
+    Finish(SampleState),
+    /// Back to the queue, not before the given delay.
+    RetryAfter(Duration),
+}
+
+/// Settles a counted try. `Ok(false)` when the lease was lost: another worker owns the sample
+/// now, and this result is dropped.
+pub async fn settle(
+    pool: &PgPool,
+    sample_id: i64,
+    worker: Uuid,
+    next: Next,
+    output: Output,
+    record: TryRecord,
+) -> Result<bool> {
+    let (state, retry_secs) = match next {
+        Next::Finish(state) => {
+            debug_assert!(state.is_terminal());
+            (state, None)
+        }
+        Next::RetryAfter(delay) => (SampleState::Pending, Some(delay.as_secs_f64())),
+    };
+    let settled = sqlx::query_scalar!(
+        r#"WITH updated AS (
+               UPDATE samples SET
+                   state = $3, attempts = attempts + 1, lease_owner = NULL, lease_expires_at = NULL,
+                   not_before = now() + make_interval(secs => $4),
+                   finish_reason = $5, reasoning = $6, content = $7, messages = COALESCE($8, messages),
+                   prompt_tokens = $9, completion_tokens = $10, reasoning_tokens = $11,
+                   ttft_ms = $12, duration_ms = $13, endpoint_id = $14, error = $15,
+                   finished_at = CASE WHEN $3 = 'pending'::sample_state THEN NULL ELSE now() END
+               WHERE id = $1 AND state = 'running' AND lease_owner = $2
+               RETURNING id)
+           INSERT INTO sample_attempts (
+               sample_id, result, counted, endpoint_id, worker_id, started_at, http_status, error_kind, error,
+               finish_reason, prompt_tokens, completion_tokens, reasoning_tokens, ttft_ms, duration_ms,
+               partial_reasoning, partial_content)
+           SELECT id, $16, true, $14, $2, COALESCE($17, now()), $18, $19, $15,
+                  $5, $9, $10, $11, $12, $13, $20, $21
+           FROM updated
+           RETURNING sample_id"#,
+        sample_id,
+        worker,
+        state as SampleState,
+        retry_secs,
+        record.finish_reason,
+        output.reasoning,
+        output.content,
+        output.messages,
+        record.prompt_tokens,
+        record.completion_tokens,
+        record.reasoning_tokens,
+        record.ttft_ms,
+        record.duration_ms,
+        record.endpoint_id,
+        record.error,
+        record.result,
+        record.started_at,
+        record.http_status,
+        record.error_kind,
+        record.partial_reasoning,
+        record.partial_content,
+    )
+    .fetch_optional(pool)
+    .await?;
+    Ok(settled.is_some())
+}
+
+/// Puts a leased sample back in the queue without counting the try: the endpoint was
+/// unreachable, the run was paused, or this worker is stopping.
+pub async fn release(
+    pool: &PgPool,
+    sample_id: i64,
+    worker: Uuid,
+    retry_after: Duration,
+    record: TryRecord,
+) -> Result<bool> {
+    let released = sqlx::query_scalar!(
+        r#"WITH updated AS (
+               UPDATE samples SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL,
+                   not_before = now() + make_interval(secs => $3)
+               WHERE id = $1 AND state = 'running' AND lease_owner = $2
+               RETURNING id)
+           INSERT INTO sample_attempts (sample_id, result, counted, endpoint_id, worker_id, started_at, error_kind, error,
+                                        duration_ms, partial_reasoning, partial_content)
+           SELECT id, 'abandoned', false, $4, $2, COALESCE($5, now()), $6, $7, $8, $9, $10 FROM updated
+           RETURNING sample_id"#,
+        sample_id,
+        worker,
+        retry_after.as_secs_f64(),
+        record.endpoint_id,
+        record.started_at,
+        record.error_kind,
+        record.error,
+        record.duration_ms,
+        record.partial_reasoning,
+        record.partial_content,
+    )
+    .fetch_optional(pool)
+    .await?;
+    Ok(released.is_some())
+}
+
+/// Releases everything this worker still holds (used when it stops).
+pub async fn release_all(pool: &PgPool, worker: Uuid, reason: &str) -> Result<u64> {
+    let released = sqlx::query!(
+        r#"WITH held AS (
+               SELECT id FROM samples WHERE lease_owner = $1 AND state = 'running' FOR UPDATE),
+           reset AS (
+               UPDATE samples s SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL
+               FROM held WHERE s.id = held.id RETURNING s.id)
+           INSERT INTO sample_attempts (sample_id, result, counted, worker_id, started_at, error_kind, error)
+           SELECT id, 'abandoned', false, $1, now(), 'released', $2 FROM reset"#,
+        worker,
+        reason
+    )
+    .execute(pool)
+    .await?;
+    Ok(released.rows_affected())
+}
+
+/// Marks the run completed once no sample is pending or running.
+pub async fn complete_if_done(pool: &PgPool, run_id: i64) -> Result<bool> {
+    let done = sqlx::query!(
+        "UPDATE runs SET status = 'completed', finished_at = now()
+         WHERE id = $1 AND status = 'running'
+           AND NOT EXISTS (SELECT 1 FROM samples WHERE run_id = $1 AND state IN ('pending', 'running'))",
+        run_id
+    )
+    .execute(pool)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}

@@ -1,0 +1,223 @@
+//! A worker process's generation loop: announce itself, keep its leases alive, return dead
+//! workers' samples to the queue, and drive every running run on every one of its endpoints.
+
+use super::{
+    driver::{self, Phase},
+    queue, RunContext,
+};
+use crate::{endpoints, metrics::EngineMetrics, Result};
+use domain::generation::{RunSettings, RunStatus};
+use sqlx::PgPool;
+use std::{
+    collections::HashMap,
+    sync::{
+        atomic::{AtomicU32, Ordering},
+        Arc,
+    },
+    time::Duration,
+};
+use tokio::sync::watch;
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
+use uuid::Uuid;
+
+#[derive(Clone, Copy, Debug)]
+pub struct WorkerOptions {
+    /// How long a claimed sample stays leased without renewal. Renewed every third of it.
+    pub lease: Duration,
+    /// How often limits are revised, metrics recorded and run states re-read.
+    pub tick: Duration,
+    /// Most samples claimed in one query.
+    pub claim_batch: u32,
+}
+
+impl Default for WorkerOptions {
+    fn default() -> Self {
+        Self { lease: Duration::from_secs(30), tick: Duration::from_secs(1), claim_batch: 64 }
+    }
+}
+
+pub struct Worker {
+    pub id: Uuid,
+    pool: PgPool,
+    http: reqwest::Client,
+    metrics: Arc<EngineMetrics>,
+    options: WorkerOptions,
+    live_workers: Arc<AtomicU32>,
+}
+
+/// A run this worker drives: the phase its drivers follow and the settings they were started
+/// with (a retry pass that changes them restarts the drivers).
+struct Driven {
+    phase: watch::Sender<Phase>,
+    settings: RunSettings,
+    tasks: TaskTracker,
+}
+
+impl Worker {
+    pub fn new(
+        pool: PgPool,
+        http: reqwest::Client,
+        metrics: Arc<EngineMetrics>,
+        options: WorkerOptions,
+    ) -> Self {
+        Self { id: Uuid::new_v4(), pool, http, metrics, options, live_workers: Arc::new(AtomicU32::new(1)) }
+    }
+
+    /// Runs until `stop` is cancelled, then hands every sample it holds back to the queue.
+    pub async fn run(self, stop: CancellationToken) -> Result<()> {
+        self.register().await?;
+        tracing::info!(worker.id = %self.id, "generation worker started");
+        let housekeeping = tokio::spawn(self.housekeeping(stop.clone()));
+        let mut driven: HashMap<i64, Driven> = HashMap::new();
+        let mut tick = tokio::time::interval(self.options.tick);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => break,
+                _ = tick.tick() => {}
+            }
+            if let Err(e) = self.follow_runs(&mut driven).await {
+                tracing::warn!(error = %e, "reading runs failed; retrying next second");
+            }
+        }
+        for run in driven.values() {
+            let _ = run.phase.send(Phase::Abort);
+        }
+        for run in driven.values() {
+            run.tasks.close();
+            run.tasks.wait().await;
+        }
+        let _ = housekeeping.await;
+        let released =
+            queue::release_all(&self.pool, self.id, "the worker stopped; another worker continues").await?;
+        sqlx::query!("DELETE FROM workers WHERE id = $1", self.id).execute(&self.pool).await?;
+        tracing::info!(worker.id = %self.id, released, "generation worker stopped");
+        Ok(())
+    }
+
+    async fn register(&self) -> Result<()> {
+        let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "localhost".into());
+        sqlx::query!(
+            "INSERT INTO workers (id, host, pid) VALUES ($1, $2, $3)",
+            self.id,
+            host,
+            std::process::id() as i32
+        )
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Heartbeat, lease renewal, expired-lease reaping and the live-worker count.
+    fn housekeeping(
+        &self,
+        stop: CancellationToken,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let (pool, id, lease, live) =
+            (self.pool.clone(), self.id, self.options.lease, self.live_workers.clone());
+        async move {
+            let every = (lease / 3).max(Duration::from_millis(200));
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tick.tick() => {}
+                }
+                let result: Result<()> = async {
+                    sqlx::query!("UPDATE workers SET heartbeat_at = now() WHERE id = $1", id)
+                        .execute(&pool)
+                        .await?;
+                    queue::renew_leases(&pool, id, lease).await?;
+                    let reaped = queue::reap_expired_leases(&pool).await?;
+                    if reaped > 0 {
+                        tracing::info!(reaped, "returned samples of a stopped worker to the queue");
+                    }
+                    let stale = lease.as_secs_f64().max(1.0) * 2.0;
+                    sqlx::query!(
+                        "DELETE FROM workers WHERE heartbeat_at < now() - make_interval(secs => $1)",
+                        stale
+                    )
+                    .execute(&pool)
+                    .await?;
+                    let n = sqlx::query_scalar!(r#"SELECT count(*) AS "n!" FROM workers"#)
+                        .fetch_one(&pool)
+                        .await?;
+                    live.store(n.max(1) as u32, Ordering::Relaxed);
+                    Ok(())
+                }
+                .await;
+                if let Err(e) = result {
+                    tracing::warn!(error = %e, "worker housekeeping failed; leases may expire if this persists");
+                }
+            }
+        }
+    }
+
+    /// Starts drivers for newly running runs and tells existing ones what their run's state
+    /// now asks of them.
+    async fn follow_runs(&self, driven: &mut HashMap<i64, Driven>) -> Result<()> {
+        let known: Vec<i64> = driven.keys().copied().collect();
+        let runs = sqlx::query!(
+            r#"SELECT id, status AS "status: RunStatus", settings FROM runs WHERE status = 'running' OR id = ANY($1)"#,
+            &known
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        for run in &runs {
+            let settings: RunSettings = match serde_json::from_value(run.settings.clone()) {
+                Ok(settings) => settings,
+                Err(e) => {
+                    tracing::error!(run.id = run.id, error = %e, "run settings unreadable; skipping the run");
+                    continue;
+                }
+            };
+            let phase = match run.status {
+                RunStatus::Running => Phase::Active,
+                RunStatus::Paused | RunStatus::Completed => Phase::Draining,
+                RunStatus::Cancelled => Phase::Abort,
+            };
+            let restart = driven.get(&run.id).is_some_and(|d| d.settings != settings || d.tasks.is_empty());
+            if restart {
+                if let Some(old) = driven.remove(&run.id) {
+                    let _ = old.phase.send(Phase::Draining);
+                }
+            }
+            match driven.get(&run.id) {
+                Some(existing) => {
+                    let _ = existing.phase.send_if_modified(|p| std::mem::replace(p, phase) != phase);
+                }
+                None if phase == Phase::Active => {
+                    let started = self.start(run.id, settings).await?;
+                    driven.insert(run.id, started);
+                }
+                None => {}
+            }
+            if phase == Phase::Active && queue::complete_if_done(&self.pool, run.id).await? {
+                tracing::info!(run.id = run.id, "run completed");
+            }
+        }
+        driven.retain(|_, d| !(d.tasks.is_empty() && *d.phase.borrow() != Phase::Active));
+        Ok(())
+    }
+
+    async fn start(&self, run_id: i64, settings: RunSettings) -> Result<Driven> {
+        let context = Arc::new(RunContext {
+            run_id,
+            settings: settings.clone(),
+            worker_id: self.id,
+            pool: self.pool.clone(),
+            http: self.http.clone(),
+            metrics: self.metrics.clone(),
+            live_workers: self.live_workers.clone(),
+            options: self.options,
+        });
+        let (phase, phase_rx) = watch::channel(Phase::Active);
+        let tasks = TaskTracker::new();
+        for endpoint_id in &settings.endpoint_ids {
+            let target = endpoints::target(&self.pool, *endpoint_id).await?;
+            tasks.spawn(driver::drive(context.clone(), target, phase_rx.clone()));
+        }
+        tracing::info!(run.id = run_id, worker.id = %self.id, endpoints = settings.endpoint_ids.len(), "driving run");
+        Ok(Driven { phase, settings, tasks })
+    }
+}

@@ -1,0 +1,64 @@
+//! The engine's own Prometheus metrics, exported on the app's `/metrics`.
+
+use prometheus_client::{
+    encoding::EncodeLabelSet,
+    metrics::{counter::Counter, family::Family, gauge::Gauge},
+    registry::Registry,
+};
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabel {
+    pub outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EndpointLabel {
+    pub endpoint: String,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct EngineMetrics {
+    pub samples_finished: Family<OutcomeLabel, Counter>,
+    pub tries: Family<OutcomeLabel, Counter>,
+    pub generated_tokens: Counter,
+    pub requests_in_flight: Family<EndpointLabel, Gauge>,
+    pub endpoint_up: Family<EndpointLabel, Gauge>,
+}
+
+impl EngineMetrics {
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "samples_finished",
+            "Samples that reached a terminal state, by outcome",
+            self.samples_finished.clone(),
+        );
+        registry.register(
+            "tries",
+            "Generation tries, by result (abandoned tries are not counted against a sample)",
+            self.tries.clone(),
+        );
+        registry.register(
+            "generated_tokens",
+            "Completion tokens received from vLLM servers",
+            self.generated_tokens.clone(),
+        );
+        registry.register(
+            "requests_in_flight",
+            "Generation requests outstanding, by endpoint",
+            self.requests_in_flight.clone(),
+        );
+        registry.register(
+            "endpoint_up",
+            "1 when the endpoint answers, 0 while dispatch to it is paused",
+            self.endpoint_up.clone(),
+        );
+    }
+
+    pub fn finished(&self, outcome: &str) {
+        self.samples_finished.get_or_create(&OutcomeLabel { outcome: outcome.to_string() }).inc();
+    }
+
+    pub fn tried(&self, result: &str) {
+        self.tries.get_or_create(&OutcomeLabel { outcome: result.to_string() }).inc();
+    }
+}

@@ -1,0 +1,586 @@
+//! The generation engine against the vLLM simulator: outcomes, retries, outages, leases,
+//! run control and validation.
+
+mod support;
+
+use domain::generation::{Concurrency, SampleState, Thinking};
+use engine::generation::runs::{self, Control, RetryPass};
+use std::time::Duration;
+use support::*;
+use vllm_sim::FaultSettings;
+
+const MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_run_generates_every_sample_and_keeps_reasoning_and_answer(pool: sqlx::PgPool) {
+    let sim = sim(fast_sim()).await;
+    let by = user(&pool).await;
+    let endpoint = endpoint(&pool, &sim, by).await;
+    let dataset = dataset(&pool, 40).await;
+    let run = create_run(&pool, dataset, settings(vec![endpoint]), by).await;
+    let (stop, worker) = start_worker(&pool);
+    wait_for_status(&pool, run, "completed", Duration::from_secs(60)).await;
+    stop.cancel();
+    worker.await.unwrap().unwrap();
+
+    assert_exactly_one_result_each(&pool, run).await;
+    let ok = count(&pool, "SELECT count(*) FROM samples WHERE run_id = $1 AND state = 'ok'", run).await;
+    assert_eq!(ok, 40, "{:?}", state_counts(&pool, run).await);
+    let complete = count(
+        &pool,
+        "SELECT count(*) FROM samples WHERE run_id = $1 AND content <> '' AND reasoning <> ''
+           AND finish_reason = 'stop' AND completion_tokens > 0 AND prompt_tokens > 0 AND ttft_ms IS NOT NULL
+           AND messages -> -1 ->> 'role' = 'assistant' AND messages -> -1 ->> 'reasoning_content' = reasoning",
+        run,
+    )
+    .await;
+    assert_eq!(complete, 40);
+    // The old answer was replaced: the conversation sent was the question alone.
+    let sent_old = count(
+        &pool,
+        "SELECT count(*) FROM samples WHERE run_id = $1 AND messages::text LIKE '%an old answer%'",
+        run,
+    )
+    .await;
+    assert_eq!(sent_old, 0);
+    let generated = sim.stats();
+    assert_eq!(generated.requests_finished.stop, 40, "{generated:?}");
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_cut_answer_is_truncated_not_retried_and_keeps_what_came_back(pool: sqlx::PgPool) {
+    let mut config = fast_sim();
+    config.lengths.median_completion_tokens = 200;
+    config.lengths.completion_sigma = 0.1;
+    let sim = sim(config).await;
+    let by = user(&pool).await;
+    let endpoint = endpoint(&pool, &sim, by).await;
+    let dataset = dataset(&pool, 10).await;
+    let mut s = settings(vec![endpoint]);
+    s.max_tokens = 20; // inside the reasoning part of every answer
+    let run = create_run(&pool, dataset, s, by).await;
+    let (stop, worker) = start_worker(&pool);
+    wait_for_status(&pool, run, "completed", Duration::from_secs(60)).await;
+    stop.cancel();
+    worker.await.unwrap().unwrap();
+    let truncated = count(
+        &pool,
+        "SELECT count(*) FROM samples WHERE run_id = $1 AND state = 'truncated' AND finish_reason = 'length'
+           AND attempts = 1 AND reasoning <> '' AND coalesce(content, '') = ''",
+        run,
+    )
+    .await;
+    assert_eq!(truncated, 10, "{:?}", state_counts(&pool, run).await);
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn transient_faults_are_retried_and_every_try_is_recorded(pool: sqlx::PgPool) {
+    let mut config = fast_sim();
+    config.faults =
+        FaultSettings { http_500: 0.25, stream_error: 0.15, drop_connection: 0.15, ..Default::default() };
+    let sim = sim(config).await;
+    let by = user(&pool).await;
+    let endpoint = endpoint(&pool, &sim, by).await;
+    let dataset = dataset(&pool, 40).await;
+    let mut s = settings(vec![endpoint]);
+    s.max_attempts = 12;
+    let run = create_run(&pool, dataset, s, by).await;
+    let (stop, worker) = start_worker(&pool);
+    wait_for_status(&pool, run, "completed", Duration::from_secs(120)).await;
+    stop.cancel();
+    worker.await.unwrap().unwrap();
+
+    assert_exactly_one_result_each(&pool, run).await;
+    let ok = count(&pool, "SELECT count(*) FROM samples WHERE run_id = $1 AND state = 'ok'", run).await;
+    assert_eq!(ok, 40, "{:?}", state_counts(&pool, run).await);
+    let kinds: Vec<String> = sqlx::query_scalar(
+        "SELECT DISTINCT error_kind FROM sample_attempts a JOIN samples s ON s.id = a.sample_id
+         WHERE s.run_id = $1 AND a.counted AND a.error_kind IS NOT NULL ORDER BY 1",
+    )
+    .bind(run)
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(kinds, ["disconnected", "error_chunk", "http"], "every fault kind was seen and retried");
+    let retried = count(&pool, "SELECT count(*) FROM samples WHERE run_id = $1 AND attempts > 1", run).await;
+    assert!(retried > 0);
+    let errors_with_status = count(
+        &pool,
+        "SELECT count(*) FROM sample_attempts a JOIN samples s ON s.id = a.sample_id
+         WHERE s.run_id = $1 AND a.error_kind = 'http' AND a.http_status = 500 AND a.error LIKE 'HTTP 500%'",
+        run,
+    )
+    .await;
+    assert!(errors_with_status > 0);
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_bad_request_fails_at_once_with_the_servers_message(pool: sqlx::PgPool) {
+    let mut config = fast_sim();
+    config.max_model_len = 40; // every prompt + max_tokens is too long
+    let sim = sim(config).await;
+    let by = user(&pool).await;
+    let endpoint = endpoint(&pool, &sim, by).await;
+    let dataset = dataset(&pool, 5).await;
+    let mut s = settings(vec![endpoint]);
+    s.max_tokens = 30;
+    let run = create_run(&pool, dataset, s, by).await;
+    let (stop, worker) = start_worker(&pool);
+    wait_for_status(&pool, run, "completed", Duration::from_secs(30)).await;
+    stop.cancel();
+    worker.await.unwrap().unwrap();
+    let failed = count(
+        &pool,
+        "SELECT count(*) FROM samples WHERE run_id = $1 AND state = 'failed' AND attempts = 1
+           AND error LIKE 'HTTP 400:%maximum context length%'",
+        run,
+    )
+    .await;
+    assert_eq!(failed, 5, "{:?}", state_counts(&pool, run).await);
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn an_idle_stream_times_out_and_keeps_its_partial_text(pool: sqlx::PgPool) {
+    let mut config = fast_sim();
+    config.time_scale = 1.0;
+    config.engine.per_seq_tokens_per_s = 200.0;
+    config.faults = FaultSettings { stall: 1.0, stall_ms: 4_000, ..Default::default() };
+    let sim = sim(config).await;
+    let by = user(&pool).await;
+    let endpoint = endpoint(&pool, &sim, by).await;
+    let dataset = dataset(&pool, 3).await;
+    let mut s = settings(vec![endpoint]);
+    s.idle_timeout_secs = 1;
+    s.max_attempts = 2;
+    let run = create_run(&pool, dataset, s, by).await;
+    let (stop, worker) = start_worker(&pool);
+    wait_for_status(&pool, run, "completed", Duration::from_secs(60)).await;
+    stop.cancel();
+    worker.await.unwrap().unwrap();
+    let timed_out = count(
+        &pool,
+        "SELECT count(*) FROM samples WHERE run_id = $1 AND state = 'timed_out' AND attempts = 2
+           AND reasoning <> '' AND error LIKE 'no token for 1 s%'",
+        run,
+    )
+    .await;
+    assert_eq!(timed_out, 3, "{:?}", state_counts(&pool, run).await);
+    let partials = count(
+        &pool,
+        "SELECT count(*) FROM sample_attempts a JOIN samples s ON s.id = a.sample_id
+         WHERE s.run_id = $1 AND a.result = 'timed_out' AND a.partial_reasoning <> ''",
+        run,
+    )
+    .await;
+    assert_eq!(partials, 6);
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn an_outage_pauses_dispatch_and_fails_no_sample(pool: sqlx::PgPool) {
+    let mut config = fast_sim();
+    config.time_scale = 10.0;
+    config.engine.per_seq_tokens_per_s = 20.0; // about 0.25 s per request
+    let sim = sim(config).await;
+    let by = user(&pool).await;
+    let endpoint = endpoint(&pool, &sim, by).await;
+    let dataset = dataset(&pool, 60).await;
+    let mut s = settings(vec![endpoint]);
+    s.max_attempts = 2;
+    s.concurrency = Concurrency::Fixed { limit: 8 };
+    let run = create_run(&pool, dataset, s, by).await;
+    let (stop, worker) = start_worker(&pool);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    sim.go_down_for(Duration::from_secs(30)); // 3 s at 10× time
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let down: bool = sqlx::query_scalar("SELECT NOT healthy FROM run_endpoints WHERE run_id = $1")
+        .bind(run)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert!(down, "the endpoint is marked down during the outage");
+    wait_for_status(&pool, run, "completed", Duration::from_secs(90)).await;
+    stop.cancel();
+    worker.await.unwrap().unwrap();
+    assert_exactly_one_result_each(&pool, run).await;
+    let ok = count(&pool, "SELECT count(*) FROM samples WHERE run_id = $1 AND state = 'ok'", run).await;
+    assert_eq!(ok, 60, "{:?}", state_counts(&pool, run).await);
+    let uncounted = count(
+        &pool,
+        "SELECT count(*) FROM sample_attempts a JOIN samples s ON s.id = a.sample_id
+         WHERE s.run_id = $1 AND NOT a.counted AND a.error_kind = 'connect'",
+        run,
+    )
+    .await;
+    assert!(uncounted > 0, "refused connections are recorded but not counted");
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn two_workers_share_a_run_without_ever_working_the_same_sample(pool: sqlx::PgPool) {
+    let mut config = fast_sim();
+    config.time_scale = 10.0;
+    config.engine.per_seq_tokens_per_s = 40.0;
+    let sim = sim(config).await;
+    let by = user(&pool).await;
+    let endpoint = endpoint(&pool, &sim, by).await;
+    let dataset = dataset(&pool, 80).await;
+    let mut s = settings(vec![endpoint]);
+    s.concurrency = Concurrency::Fixed { limit: 16 };
+    let run = create_run(&pool, dataset, s, by).await;
+    let (stop_a, worker_a) = start_worker(&pool);
+    let (stop_b, worker_b) = start_worker(&pool);
+    wait_for_status(&pool, run, "completed", Duration::from_secs(120)).await;
+    stop_a.cancel();
+    stop_b.cancel();
+    worker_a.await.unwrap().unwrap();
+    worker_b.await.unwrap().unwrap();
+    assert_exactly_one_result_each(&pool, run).await;
+    let tries = count(
+        &pool,
+        "SELECT count(*) FROM sample_attempts a JOIN samples s ON s.id = a.sample_id WHERE s.run_id = $1",
+        run,
+    )
+    .await;
+    assert_eq!(tries, 80, "one try per sample: no sample was generated twice");
+    let workers = count(
+        &pool,
+        "SELECT count(DISTINCT worker_id) FROM sample_attempts a JOIN samples s ON s.id = a.sample_id WHERE s.run_id = $1",
+        run,
+    )
+    .await;
+    assert_eq!(workers, 2, "both workers took part");
+    assert!(sim.stats().running <= 16, "the fixed limit is shared, not doubled");
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_dead_workers_leases_expire_and_another_worker_finishes_its_samples(pool: sqlx::PgPool) {
+    let sim = sim(fast_sim()).await;
+    let by = user(&pool).await;
+    let endpoint = endpoint(&pool, &sim, by).await;
+    let dataset = dataset(&pool, 30).await;
+    let run = create_run(&pool, dataset, settings(vec![endpoint]), by).await;
+    // A worker claims ten samples and dies before doing anything with them.
+    let dead = uuid::Uuid::new_v4();
+    let claimed =
+        engine::generation::queue::claim(&pool, run, dead, Duration::from_secs(1), 10).await.unwrap();
+    assert_eq!(claimed.len(), 10);
+    let (stop, worker) = start_worker(&pool);
+    wait_for_status(&pool, run, "completed", Duration::from_secs(60)).await;
+    stop.cancel();
+    worker.await.unwrap().unwrap();
+    assert_exactly_one_result_each(&pool, run).await;
+    assert_eq!(
+        count(&pool, "SELECT count(*) FROM samples WHERE run_id = $1 AND state = 'ok'", run).await,
+        30
+    );
+    let reaped = count(
+        &pool,
+        &format!(
+            "SELECT count(*) FROM sample_attempts a JOIN samples s ON s.id = a.sample_id
+             WHERE s.run_id = $1 AND a.worker_id = '{dead}' AND a.error_kind = 'lease_expired' AND NOT a.counted"
+        ),
+        run,
+    )
+    .await;
+    assert_eq!(reaped, 10);
+    let counted = count(&pool, "SELECT sum(attempts) FROM samples WHERE run_id = $1", run).await;
+    assert_eq!(counted, 30, "the dead worker's tries do not count against the samples");
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn pause_resume_and_cancel_change_what_workers_do(pool: sqlx::PgPool) {
+    let mut config = fast_sim();
+    config.time_scale = 5.0;
+    config.engine.per_seq_tokens_per_s = 40.0; // about 0.25 s per request
+    let sim = sim(config).await;
+    let by = user(&pool).await;
+    let endpoint = endpoint(&pool, &sim, by).await;
+    let dataset = dataset(&pool, 80).await;
+    let mut s = settings(vec![endpoint]);
+    s.concurrency = Concurrency::Fixed { limit: 4 };
+    let run = create_run(&pool, dataset, s, by).await;
+    let (stop, worker) = start_worker(&pool);
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(
+        runs::control(&pool, run, Control::Pause).await.unwrap(),
+        domain::generation::RunStatus::Paused
+    );
+    // Tries in flight finish; nothing new starts.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let running =
+        count(&pool, "SELECT count(*) FROM samples WHERE run_id = $1 AND state = 'running'", run).await;
+    assert_eq!(running, 0);
+    let done_while_paused =
+        count(&pool, "SELECT count(*) FROM samples WHERE run_id = $1 AND state = 'ok'", run).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        count(&pool, "SELECT count(*) FROM samples WHERE run_id = $1 AND state = 'ok'", run).await,
+        done_while_paused
+    );
+    let err = runs::control(&pool, run, Control::Pause).await.unwrap_err().to_string();
+    assert!(err.contains("the run is paused; it cannot be paused"), "{err}");
+
+    runs::control(&pool, run, Control::Resume).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        count(&pool, "SELECT count(*) FROM samples WHERE run_id = $1 AND state = 'ok'", run).await
+            > done_while_paused
+    );
+
+    runs::control(&pool, run, Control::Cancel).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        count(&pool, "SELECT count(*) FROM samples WHERE run_id = $1 AND state = 'running'", run).await,
+        0
+    );
+    assert!(
+        count(&pool, "SELECT count(*) FROM samples WHERE run_id = $1 AND state = 'pending'", run).await > 0
+    );
+    stop.cancel();
+    worker.await.unwrap().unwrap();
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_retry_pass_requeues_failures_with_new_settings_and_keeps_history(pool: sqlx::PgPool) {
+    let mut config = fast_sim();
+    config.faults = FaultSettings { http_500: 1.0, ..Default::default() };
+    let sim = sim(config).await;
+    let by = user(&pool).await;
+    let endpoint = endpoint(&pool, &sim, by).await;
+    let dataset = dataset(&pool, 6).await;
+    let mut s = settings(vec![endpoint]);
+    s.max_attempts = 1;
+    let run = create_run(&pool, dataset, s, by).await;
+    let (stop, worker) = start_worker(&pool);
+    wait_for_status(&pool, run, "completed", Duration::from_secs(30)).await;
+    assert_eq!(
+        count(&pool, "SELECT count(*) FROM samples WHERE run_id = $1 AND state = 'failed'", run).await,
+        6
+    );
+
+    sim.set_faults(FaultSettings::default()).unwrap();
+    let requeued = runs::retry(
+        &pool,
+        run,
+        RetryPass {
+            idle_timeout_secs: Some(300),
+            concurrency: Some(Concurrency::Fixed { limit: 2 }),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(requeued, 6);
+    wait_for_status(&pool, run, "completed", Duration::from_secs(30)).await;
+    stop.cancel();
+    worker.await.unwrap().unwrap();
+    assert_eq!(count(&pool, "SELECT count(*) FROM samples WHERE run_id = $1 AND state = 'ok'", run).await, 6);
+    let history = count(
+        &pool,
+        "SELECT count(*) FROM sample_attempts a JOIN samples s ON s.id = a.sample_id WHERE s.run_id = $1 AND a.counted",
+        run,
+    )
+    .await;
+    assert_eq!(history, 12, "the failed tries stay in the history");
+    let settings: serde_json::Value = sqlx::query_scalar("SELECT settings FROM runs WHERE id = $1")
+        .bind(run)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(settings["idle_timeout_secs"], 300);
+    let err = runs::retry(&pool, run, RetryPass::default()).await.unwrap_err().to_string();
+    assert!(err.contains("no sample matches"), "{err}");
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn invalid_settings_are_refused_with_every_reason(pool: sqlx::PgPool) {
+    let mut config = fast_sim();
+    config.max_model_len = 2048;
+    let sim = sim(config).await;
+    let by = user(&pool).await;
+    let endpoint = endpoint(&pool, &sim, by).await;
+    let dataset = dataset(&pool, 3).await;
+    let mut s = settings(vec![endpoint]);
+    s.max_tokens = 4096;
+    s.temperature = Some(-1.0);
+    let err = runs::create(
+        &pool,
+        &engine::vllm::http_client(),
+        runs::NewRun {
+            name: "x".into(),
+            dataset_id: dataset,
+            selection: domain::generation::Selection::All,
+            settings: s,
+        },
+        by,
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("max_tokens 4096 leaves no room for the prompt"), "{err}");
+    assert!(err.contains("max_model_len 2048"), "{err}");
+    assert!(err.contains("temperature must be between 0 and 2"), "{err}");
+
+    let mut wrong_model = settings(vec![endpoint]);
+    wrong_model.model = "llama".into();
+    let err = runs::create(
+        &pool,
+        &engine::vllm::http_client(),
+        runs::NewRun {
+            name: "x".into(),
+            dataset_id: dataset,
+            selection: domain::generation::Selection::All,
+            settings: wrong_model,
+        },
+        by,
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("does not serve `llama`; it serves sim-model"), "{err}");
+    assert_eq!(count(&pool, "SELECT count(*) FROM runs WHERE $1 = $1", 0).await, 0, "nothing was created");
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_thinking_mix_is_fixed_per_sample_and_reaches_the_template(pool: sqlx::PgPool) {
+    let sim = sim(fast_sim()).await;
+    let by = user(&pool).await;
+    let endpoint = endpoint(&pool, &sim, by).await;
+    let dataset = dataset(&pool, 40).await;
+    let mut s = settings(vec![endpoint]);
+    s.thinking = Thinking::Mix { on_ratio: 0.5 };
+    s.seed = Some(7);
+    let run = create_run(&pool, dataset, s, by).await;
+    let (stop, worker) = start_worker(&pool);
+    wait_for_status(&pool, run, "completed", Duration::from_secs(60)).await;
+    stop.cancel();
+    worker.await.unwrap().unwrap();
+    let thinking = count(&pool, "SELECT count(*) FROM samples WHERE run_id = $1 AND thinking", run).await;
+    assert!((10..=30).contains(&thinking), "about half think: {thinking}");
+    let mismatched = count(
+        &pool,
+        "SELECT count(*) FROM samples WHERE run_id = $1 AND (thinking <> (coalesce(reasoning, '') <> ''))",
+        run,
+    )
+    .await;
+    assert_eq!(mismatched, 0, "samples without thinking came back without reasoning");
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn adaptive_concurrency_grows_to_fill_the_server_and_says_why(pool: sqlx::PgPool) {
+    let mut config = fast_sim();
+    config.time_scale = 10.0;
+    config.engine.max_num_seqs = 48;
+    config.engine.per_seq_tokens_per_s = 50.0; // about a second per request at 10x
+    config.lengths.median_completion_tokens = 300;
+    config.lengths.completion_cap = 600;
+    let sim = sim(config).await;
+    let by = user(&pool).await;
+    let endpoint = endpoint(&pool, &sim, by).await;
+    let dataset = dataset(&pool, 400).await;
+    let mut s = settings(vec![endpoint]);
+    s.concurrency = Concurrency::Adaptive { min: 2, max: 400 };
+    let run = create_run(&pool, dataset, s, by).await;
+    let (stop, worker) = start_worker(&pool);
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let (limit, reason): (i32, String) =
+        sqlx::query_as("SELECT concurrency_limit, limit_reason FROM run_endpoints WHERE run_id = $1")
+            .bind(run)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    stop.cancel();
+    worker.await.unwrap().unwrap();
+    assert!((40..=70).contains(&limit), "limit {limit} ({reason}) should settle near the server's 48 slots");
+    assert!(reason.contains("running"), "{reason}");
+    let recorded = count(
+        &pool,
+        "SELECT count(*) FROM run_metrics WHERE run_id = $1 AND server_running IS NOT NULL",
+        run,
+    )
+    .await;
+    assert!(recorded >= 3, "per-second metrics recorded: {recorded}");
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn without_server_metrics_the_run_still_adapts_and_completes(pool: sqlx::PgPool) {
+    let mut config = fast_sim();
+    config.no_metrics = true;
+    let sim = sim(config).await;
+    let by = user(&pool).await;
+    let endpoint = endpoint(&pool, &sim, by).await;
+    let dataset = dataset(&pool, 30).await;
+    let run = create_run(&pool, dataset, settings(vec![endpoint]), by).await;
+    let (stop, worker) = start_worker(&pool);
+    wait_for_status(&pool, run, "completed", Duration::from_secs(60)).await;
+    stop.cancel();
+    worker.await.unwrap().unwrap();
+    assert_eq!(
+        count(&pool, "SELECT count(*) FROM samples WHERE run_id = $1 AND state = 'ok'", run).await,
+        30
+    );
+    let reason: String = sqlx::query_scalar("SELECT limit_reason FROM run_endpoints WHERE run_id = $1")
+        .bind(run)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert!(reason.contains("no /metrics") || reason.starts_with("starting value"), "{reason}");
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn two_endpoints_share_the_work(pool: sqlx::PgPool) {
+    let a = sim(fast_sim()).await;
+    let b = sim(fast_sim()).await;
+    let by = user(&pool).await;
+    let ea = endpoint(&pool, &a, by).await;
+    let eb = endpoint(&pool, &b, by).await;
+    let dataset = dataset(&pool, 60).await;
+    let run = create_run(&pool, dataset, settings(vec![ea, eb]), by).await;
+    let (stop, worker) = start_worker(&pool);
+    wait_for_status(&pool, run, "completed", Duration::from_secs(60)).await;
+    stop.cancel();
+    worker.await.unwrap().unwrap();
+    assert_exactly_one_result_each(&pool, run).await;
+    let on_a = a.stats().requests_finished.stop;
+    let on_b = b.stats().requests_finished.stop;
+    assert_eq!(on_a + on_b, 60);
+    assert!(on_a >= 10 && on_b >= 10, "balanced: {on_a} vs {on_b}");
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn every_assistant_turn_is_regenerated_in_order(pool: sqlx::PgPool) {
+    let sim = sim(fast_sim()).await;
+    let by = user(&pool).await;
+    let endpoint = endpoint(&pool, &sim, by).await;
+    let dataset = dataset(&pool, 0).await;
+    let messages = serde_json::json!([
+        {"role": "user", "content": "first question"},
+        {"role": "assistant", "content": "old one"},
+        {"role": "user", "content": "second question"},
+        {"role": "assistant", "content": "old two"}
+    ]);
+    sqlx::query(
+        "INSERT INTO dataset_rows (dataset_id, row_key, messages, content_hash, turn_count, prompt_chars) VALUES ($1, 'mt', $2, 'mt', 4, 30)",
+    )
+    .bind(dataset)
+    .bind(&messages)
+    .execute(&pool)
+    .await
+    .unwrap();
+    let mut s = settings(vec![endpoint]);
+    s.turns = domain::generation::TurnMode::EveryAssistant;
+    let run = create_run(&pool, dataset, s, by).await;
+    let (stop, worker) = start_worker(&pool);
+    wait_for_status(&pool, run, "completed", Duration::from_secs(30)).await;
+    stop.cancel();
+    worker.await.unwrap().unwrap();
+    let stored: serde_json::Value = sqlx::query_scalar("SELECT messages FROM samples WHERE run_id = $1")
+        .bind(run)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    let roles: Vec<&str> = stored.as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["user", "assistant", "user", "assistant"]);
+    assert!(!stored.to_string().contains("old one") && !stored.to_string().contains("old two"));
+    assert_eq!(sim.stats().requests_finished.stop, 2, "two requests, one per assistant turn");
+    let _ = SampleState::Ok;
+}
