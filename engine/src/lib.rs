@@ -8,6 +8,8 @@ pub mod error;
 pub mod generation;
 pub mod metrics;
 pub mod services;
+#[cfg(feature = "test-support")]
+pub mod testing;
 pub mod vllm;
 
 pub use db::MIGRATOR;

@@ -1,12 +1,10 @@
 //! The generation engine against the vLLM simulator: outcomes, retries, outages, leases,
 //! run control and validation.
 
-mod support;
-
 use domain::generation::{Concurrency, SampleState, Thinking};
 use engine::generation::runs::{self, Control, RetryPass};
+use engine::testing::*;
 use std::time::Duration;
-use support::*;
 use vllm_sim::FaultSettings;
 
 const MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");

@@ -18,6 +18,8 @@ pub enum Command {
         #[arg(long)]
         no_workers: bool,
     },
+    /// Run generation workers only, with no web UI (any host that reaches the database).
+    Worker,
     /// Apply database migrations and exit.
     Migrate,
     /// Manage accounts from the command line (the first admin is created this way).

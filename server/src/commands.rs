@@ -19,8 +19,11 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let config = Config::from_env()?;
     telemetry::init(config.log_format);
+    let shutdown = CancellationToken::new();
+    shutdown::cancel_on_signal(shutdown.clone()).context("cannot listen for SIGTERM and Ctrl-C")?;
     match cli.command {
-        Command::Serve { no_workers } => serve(config, no_workers).await,
+        Command::Serve { no_workers } => serve(config, no_workers, shutdown).await,
+        Command::Worker => worker(config, shutdown).await,
         Command::Migrate => {
             open_database(&config).await?;
             println!("database is up to date");
@@ -38,20 +41,18 @@ pub async fn open_database(config: &Config) -> anyhow::Result<PgPool> {
     Ok(pool)
 }
 
-async fn serve(config: Config, no_workers: bool) -> anyhow::Result<()> {
+async fn serve(config: Config, no_workers: bool, shutdown: CancellationToken) -> anyhow::Result<()> {
     let pool = open_database(&config).await?;
     let services = Services::new(pool.clone());
     let store = session::store(pool.clone());
     let key = session::signing_key(&config)?;
-    let state = AppState::new(leptos_config::options(&config), services);
+    let state = AppState::new(leptos_config::options(&config), services.clone());
     let app = router::build(state, session::layer(store.clone(), key, config.secure_cookies()));
 
-    let shutdown = CancellationToken::new();
     let tasks = TaskTracker::new();
-    shutdown::cancel_on_signal(shutdown.clone());
     tasks.spawn(delete_expired_sessions(store, shutdown.clone()));
     if config.run_workers && !no_workers {
-        tracing::debug!("generation workers start with the generation engine");
+        tasks.spawn(run_worker(&config, &services, shutdown.clone()));
     }
 
     let listener = tokio::net::TcpListener::bind(config.bind).await.with_context(|| {
@@ -68,6 +69,35 @@ async fn serve(config: Config, no_workers: bool) -> anyhow::Result<()> {
     if tokio::time::timeout(SHUTDOWN_GRACE, tasks.wait()).await.is_err() {
         tracing::warn!("background tasks did not stop within {SHUTDOWN_GRACE:?}; exiting anyway");
     }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// The generation worker of this process, until `stop`.
+fn run_worker(
+    config: &Config,
+    services: &Services,
+    stop: CancellationToken,
+) -> impl std::future::Future<Output = ()> {
+    let worker = engine::generation::Worker::new(
+        services.pool.clone(),
+        services.http.clone(),
+        services.metrics.clone(),
+        config.worker_options(),
+    );
+    async move {
+        if let Err(e) = worker.run(stop).await {
+            tracing::error!(error = %e, "the generation worker stopped with an error");
+        }
+    }
+}
+
+/// `draft-studio worker`: generation only, until SIGTERM or Ctrl-C.
+async fn worker(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let pool = open_database(&config).await?;
+    let services = Services::new(pool);
+    println!("Draft Studio worker running; stop it with Ctrl-C or SIGTERM");
+    run_worker(&config, &services, shutdown).await;
     tracing::info!("stopped");
     Ok(())
 }

@@ -32,6 +32,11 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
     ("DS_PUBLIC_URL", "unset", "the URL users open; when it is https, cookies are marked Secure"),
     ("DS_LOG_FORMAT", "plain", "log format: plain or json (filter with RUST_LOG)"),
     ("DS_WORKERS", "true", "whether `serve` also runs generation workers (false: web only)"),
+    (
+        "DS_WORKER_LEASE",
+        "30",
+        "seconds a sample stays leased to a worker that stops renewing it (then another worker takes it)",
+    ),
     ("DS_HF_ENDPOINT", "https://huggingface.co", "Hugging Face hub endpoint for dataset downloads"),
     (
         "DS_SITE_ROOT",
@@ -58,6 +63,7 @@ pub struct Config {
     pub public_url: Option<url::Url>,
     pub log_format: LogFormat,
     pub run_workers: bool,
+    pub worker_lease_secs: u64,
     pub hf_endpoint: url::Url,
     pub site_root: PathBuf,
 }
@@ -135,6 +141,15 @@ impl Config {
             None => true,
             Some(v) => parse_bool(&v).ok_or_else(|| err("DS_WORKERS", "true or false", &v))?,
         };
+        let worker_lease_secs = match get("DS_WORKER_LEASE") {
+            None => 30,
+            Some(v) => v
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|s| (1..=3600).contains(s))
+                .ok_or_else(|| err("DS_WORKER_LEASE", "a number of seconds from 1 to 3600", &v))?,
+        };
         let hf_raw = get("DS_HF_ENDPOINT").unwrap_or_else(|| "https://huggingface.co".into());
         let hf_endpoint = url::Url::parse(&hf_raw)
             .ok()
@@ -154,12 +169,20 @@ impl Config {
             public_url,
             log_format,
             run_workers,
+            worker_lease_secs,
             hf_endpoint,
             site_root,
         })
     }
 
     /// Cookies get the Secure flag when users reach the app over https.
+    pub fn worker_options(&self) -> engine::generation::WorkerOptions {
+        engine::generation::WorkerOptions {
+            lease: std::time::Duration::from_secs(self.worker_lease_secs),
+            ..Default::default()
+        }
+    }
+
     pub fn secure_cookies(&self) -> bool {
         self.public_url.as_ref().is_some_and(|u| u.scheme() == "https")
     }
@@ -232,6 +255,7 @@ mod tests {
             ("DS_UPLOAD_LIMIT", "ten", "DS_UPLOAD_LIMIT: expected a size"),
             ("DS_LOG_FORMAT", "xml", "DS_LOG_FORMAT: expected plain or json, got `xml`"),
             ("DS_WORKERS", "maybe", "DS_WORKERS: expected true or false"),
+            ("DS_WORKER_LEASE", "0", "DS_WORKER_LEASE: expected a number of seconds from 1 to 3600"),
             ("DS_SESSION_SECRET", "short", "DS_SESSION_SECRET: expected at least 32 characters"),
             ("DS_PUBLIC_URL", "ftp://x", "DS_PUBLIC_URL: expected an http:// or https:// URL"),
         ];

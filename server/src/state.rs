@@ -19,6 +19,7 @@ impl AppState {
     pub fn new(leptos_options: LeptosOptions, services: Services) -> Self {
         let mut registry = Registry::with_prefix("draft_studio");
         let http_metrics = HttpMetrics::register(&mut registry);
+        services.metrics.register(&mut registry);
         Self { leptos_options, services, metrics: Arc::new(registry), http_metrics }
     }
 }

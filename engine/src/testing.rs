@@ -1,13 +1,13 @@
-//! Fixtures for engine tests: a dataset written straight to the tables, a simulator, an
-//! endpoint for it, and a worker to run.
-#![allow(dead_code)] // each test binary uses a different subset
+//! Test fixtures (feature `test-support`): a dataset written straight to the tables, a
+//! simulator, an endpoint for it, and a worker to run. Used by the engine's and the server's
+//! tests; never compiled into the app.
 
-use domain::generation::{RunSettings, SampleState, Selection};
-use engine::{
+use crate::{
     generation::{runs, Worker, WorkerOptions},
     metrics::EngineMetrics,
     vllm::http_client,
 };
+use domain::generation::{RunSettings, SampleState, Selection};
 use sqlx::PgPool;
 use std::{sync::Arc, time::Duration};
 use tokio_util::sync::CancellationToken;
@@ -31,13 +31,9 @@ pub async fn sim(config: SimConfig) -> RunningSim {
 }
 
 pub async fn user(pool: &PgPool) -> i64 {
-    engine::auth::create_user(
+    crate::auth::create_user(
         pool,
-        engine::auth::NewUser {
-            username: "eng",
-            password: "engineer-password",
-            role: domain::Role::Engineer,
-        },
+        crate::auth::NewUser { username: "eng", password: "engineer-password", role: domain::Role::Engineer },
     )
     .await
     .unwrap()
@@ -79,10 +75,10 @@ pub async fn dataset(pool: &PgPool, n: usize) -> i64 {
 }
 
 pub async fn endpoint(pool: &PgPool, sim: &RunningSim, by: i64) -> i64 {
-    engine::endpoints::create(
+    crate::endpoints::create(
         pool,
         &http_client(),
-        engine::endpoints::NewEndpoint {
+        crate::endpoints::NewEndpoint {
             name: &format!("sim-{}", sim.addr().port()),
             base_url: &sim.base_url(),
             api_key: None,
@@ -116,7 +112,7 @@ pub fn test_options() -> WorkerOptions {
 }
 
 /// A worker running in this process until the returned token is cancelled.
-pub fn start_worker(pool: &PgPool) -> (CancellationToken, tokio::task::JoinHandle<engine::Result<()>>) {
+pub fn start_worker(pool: &PgPool) -> (CancellationToken, tokio::task::JoinHandle<crate::Result<()>>) {
     let stop = CancellationToken::new();
     let worker = Worker::new(pool.clone(), http_client(), Arc::new(EngineMetrics::default()), test_options());
     let handle = tokio::spawn(worker.run(stop.clone()));
