@@ -42,17 +42,23 @@ pub async fn user(pool: &PgPool) -> i64 {
 
 /// A ready dataset of `n` conversations, each a user question (and an old answer).
 pub async fn dataset(pool: &PgPool, n: usize) -> i64 {
+    let questions: Vec<String> =
+        (0..n).map(|i| format!("Question {i}: explain topic number {i} in a few sentences, please.")).collect();
+    dataset_of(pool, &questions).await
+}
+
+/// A ready dataset with one conversation per question (category alternating even/odd).
+pub async fn dataset_of(pool: &PgPool, questions: &[String]) -> i64 {
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO datasets (name, status, source, format, mapping, rows_imported)
          VALUES ($1, 'ready', '{\"kind\":\"test\"}', 'jsonl', '{\"schema\":\"openai\"}', $2) RETURNING id",
     )
     .bind(format!("ds-{}", rand::random::<u32>()))
-    .bind(n as i64)
+    .bind(questions.len() as i64)
     .fetch_one(pool)
     .await
     .unwrap();
-    for i in 0..n {
-        let question = format!("Question {i}: explain topic number {i} in a few sentences, please.");
+    for (i, question) in questions.iter().enumerate() {
         let messages = serde_json::json!([
             {"role": "user", "content": question},
             {"role": "assistant", "content": "an old answer"}
@@ -72,6 +78,19 @@ pub async fn dataset(pool: &PgPool, n: usize) -> i64 {
         .unwrap();
     }
     id
+}
+
+/// Registers an endpoint for any server root.
+pub async fn endpoint_at(pool: &PgPool, base_url: &str, by: i64) -> i64 {
+    crate::endpoints::create(
+        pool,
+        &http_client(),
+        crate::endpoints::NewEndpoint { name: &format!("ep-{}", rand::random::<u32>()), base_url, api_key: None },
+        by,
+    )
+    .await
+    .expect("endpoint registers")
+    .id
 }
 
 pub async fn endpoint(pool: &PgPool, sim: &RunningSim, by: i64) -> i64 {

@@ -1,0 +1,281 @@
+//! Generation benchmark (issue 4). Not a test: prints figures for the README.
+//!
+//!   cargo build --release -p vllm-sim && cargo bench -p engine --bench generation
+//!
+//! Part 1 runs one prompt set against a simulator set up like the server that lost 8% of a
+//! run (about 1,500 tokens/s, up to 200 running sequences, lengths up to 8,192 tokens, 20×
+//! time) with: (a) 200 fixed non-streaming requests, 60 s timeout, no retry; (b) 128 fixed
+//! with 600 s; a sweep of Draft Studio at fixed concurrencies; (c) Draft Studio adaptive.
+//! Part 2 measures the engine's own cost per streamed token against a simulator with no delay.
+//! The simulator runs as its own process so its CPU is not counted as the client's.
+
+mod baseline;
+mod sim_process;
+
+use domain::generation::{Concurrency, RunSettings};
+use engine::{generation::{Worker, WorkerOptions}, metrics::EngineMetrics, testing, vllm::http_client};
+use sim_process::SimProcess;
+use sqlx::{migrate::MigrateDatabase, PgPool, Postgres};
+use std::{sync::Arc, time::{Duration, Instant}};
+use tokio_util::sync::CancellationToken;
+
+const TIME_SCALE: f64 = 20.0;
+const CAPACITY: f64 = 1500.0; // simulated tokens/s
+const MAX_TOKENS: u32 = 8192;
+const LENGTHS: [&str; 6] = ["--median-completion-tokens", "120", "--completion-sigma", "1.2", "--completion-cap", "8192"];
+
+fn overload_args() -> Vec<&'static str> {
+    let mut args = vec!["--aggregate-tokens-per-s", "1500", "--max-num-seqs", "200", "--time-scale", "20"];
+    args.extend(LENGTHS);
+    args
+}
+
+/// Seconds of the simulator's clock in real time.
+fn scaled(simulated_secs: f64) -> Duration {
+    Duration::from_secs_f64(simulated_secs / TIME_SCALE)
+}
+
+struct Report {
+    name: String,
+    lost: usize,
+    total: usize,
+    /// Useful (successful) tokens per simulated second over the whole run.
+    useful_tps: f64,
+    /// The same between the 10th and the 90th percentile of completions: the steady state,
+    /// without the ramp-up and the tail of long generations.
+    saturated_tps: f64,
+    /// Natural lengths of the lost samples.
+    lost_lengths: Vec<u32>,
+}
+
+#[tokio::main]
+async fn main() {
+    let samples: usize = std::env::var("BENCH_SAMPLES").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
+    let pool = scratch_database().await;
+    let by = testing::user(&pool).await;
+    let prompts: Vec<String> = (0..samples).map(prompt).collect();
+    println!("# Generation benchmark: {samples} prompts\n");
+
+    let lengths = natural_lengths(&prompts).await;
+    let mut reports = Vec::new();
+
+    let sim = SimProcess::start(&overload_args()).await;
+    reports.push(baseline_report("(a) 200 fixed, non-streaming, 60 s timeout, no retry", &sim, &prompts, &lengths, 200, 60.0).await);
+    drop(sim);
+    let sim = SimProcess::start(&overload_args()).await;
+    reports.push(baseline_report("(b) 128 fixed, non-streaming, 600 s timeout, no retry", &sim, &prompts, &lengths, 128, 600.0).await);
+    drop(sim);
+    let mut best_fixed = 0.0f64;
+    for fixed in [16, 32, 64, 128, 200, 300] {
+        let sim = SimProcess::start(&overload_args()).await;
+        let report = engine_report(&format!("Draft Studio, fixed {fixed}"), &pool, by, &sim, &prompts, &lengths, Concurrency::Fixed { limit: fixed }).await;
+        best_fixed = best_fixed.max(report.saturated_tps);
+        reports.push(report);
+    }
+    let sim = SimProcess::start(&overload_args()).await;
+    let adaptive = engine_report("(c) Draft Studio, adaptive (default bounds 4–512)", &pool, by, &sim, &prompts, &lengths, Concurrency::Adaptive { min: 4, max: 512 }).await;
+    let adaptive_tps = adaptive.saturated_tps;
+    reports.push(adaptive);
+    drop(sim);
+
+    println!("| client | lost | useful tok/s (whole run) | useful tok/s, steady state | % of capacity (steady) | lost by natural length |");
+    println!("| --- | --- | --- | --- | --- | --- |");
+    for r in &reports {
+        println!(
+            "| {} | {} of {} ({:.1}%) | {:.0} | {:.0} | {:.1}% | {} |",
+            r.name,
+            r.lost,
+            r.total,
+            100.0 * r.lost as f64 / r.total as f64,
+            r.useful_tps,
+            r.saturated_tps,
+            100.0 * r.saturated_tps / CAPACITY,
+            length_bands(&r.lost_lengths, &lengths)
+        );
+    }
+    println!(
+        "\nCapacity {CAPACITY} tok/s (simulated). Adaptive against the best fixed concurrency, steady state: {:.2}×.\n",
+        adaptive_tps / best_fixed
+    );
+
+    client_cost(&pool, by, false).await;
+    client_cost(&pool, by, true).await;
+}
+
+fn prompt(i: usize) -> String {
+    let topics = ["sorting algorithms", "the French revolution", "photosynthesis", "compound interest", "TCP congestion control", "a haiku about rain", "unit testing", "black holes"];
+    let detail = "Please be thorough and give examples. ".repeat(i % 5);
+    format!("Request {i}: explain {} to a new colleague. {detail}", topics[i % topics.len()])
+}
+
+async fn scratch_database() -> PgPool {
+    let server = std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    let url = format!("{}/draft_studio_bench", server.rsplit_once('/').unwrap().0);
+    let _ = Postgres::drop_database(&url).await;
+    Postgres::create_database(&url).await.unwrap();
+    let pool = engine::db::connect(&url, 32).await.unwrap();
+    engine::db::migrate(&pool).await.unwrap();
+    pool
+}
+
+/// Each prompt's full completion length, asked of an unthrottled simulator with the same
+/// length settings (lengths are fixed per prompt).
+async fn natural_lengths(prompts: &[String]) -> Vec<u32> {
+    let mut args = vec!["--aggregate-tokens-per-s", "0", "--per-seq-tokens-per-s", "0", "--prefill-tokens-per-s", "0"];
+    args.extend(LENGTHS);
+    let sim = SimProcess::start(&args).await;
+    let outcomes = baseline::run(&sim.base_url, "sim-model", prompts, 64, Duration::from_secs(600), MAX_TOKENS).await;
+    let mut lengths = vec![0; prompts.len()];
+    for o in outcomes {
+        lengths[o.prompt] = o.tokens.expect("the unthrottled simulator answers everything");
+    }
+    lengths
+}
+
+async fn baseline_report(name: &str, sim: &SimProcess, prompts: &[String], lengths: &[u32], concurrency: usize, timeout_secs: f64) -> Report {
+    let start = Instant::now();
+    let outcomes = baseline::run(&sim.base_url, "sim-model", prompts, concurrency, scaled(timeout_secs), MAX_TOKENS).await;
+    let makespan = start.elapsed();
+    let lost: Vec<u32> = outcomes.iter().filter(|o| o.tokens.is_none()).map(|o| lengths[o.prompt]).collect();
+    let finished: Vec<(f64, Option<u32>)> = outcomes.iter().map(|o| (o.finished.as_secs_f64(), o.tokens)).collect();
+    let useful: u64 = outcomes.iter().filter_map(|o| o.tokens).map(u64::from).sum();
+    Report {
+        name: name.to_string(),
+        lost: lost.len(),
+        total: prompts.len(),
+        useful_tps: per_simulated_second(useful, makespan),
+        saturated_tps: steady_state_tps(finished),
+        lost_lengths: lost,
+    }
+}
+
+async fn engine_report(name: &str, pool: &PgPool, by: i64, sim: &SimProcess, prompts: &[String], lengths: &[u32], concurrency: Concurrency) -> Report {
+    let dataset = testing::dataset_of(pool, prompts).await;
+    let endpoint = testing::endpoint_at(pool, &sim.base_url, by).await;
+    let mut settings = RunSettings::with_defaults("sim-model", vec![endpoint], MAX_TOKENS);
+    settings.concurrency = concurrency;
+    // 120 s without a token, in the simulator's time.
+    settings.idle_timeout_secs = scaled(120.0).as_secs().max(1) as u32;
+    let run = testing::create_run(pool, dataset, settings, by).await;
+    let stop = CancellationToken::new();
+    // The controller's one-second tick, in the simulator's time.
+    let options = WorkerOptions { tick: scaled(1.0), ..Default::default() };
+    let worker = Worker::new(pool.clone(), http_client(), Arc::new(EngineMetrics::default()), options);
+    let start = Instant::now();
+    let handle = tokio::spawn(worker.run(stop.clone()));
+    testing::wait_for_status(pool, run, "completed", Duration::from_secs(3600)).await;
+    let makespan = start.elapsed();
+    stop.cancel();
+    handle.await.unwrap().unwrap();
+    let rows: Vec<(String, Option<i32>, f64, f64)> = sqlx::query_as(
+        "SELECT s.state::text, s.completion_tokens,
+                extract(epoch FROM s.finished_at)::float8,
+                extract(epoch FROM (SELECT min(a.started_at) FROM sample_attempts a WHERE a.sample_id = s.id))::float8
+         FROM samples s WHERE s.run_id = $1 ORDER BY s.row_id",
+    )
+    .bind(run)
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    let useful: u64 = rows.iter().filter(|r| r.0 == "ok").map(|r| r.1.unwrap_or(0) as u64).sum();
+    let finished: Vec<(f64, Option<u32>)> =
+        rows.iter().map(|r| (r.2, (r.0 == "ok").then(|| r.1.unwrap_or(0) as u32))).collect();
+    let lost: Vec<u32> = rows.iter().enumerate().filter(|(_, r)| r.0 != "ok").map(|(i, _)| lengths[i]).collect();
+    let limit: (i32, String) = sqlx::query_as("SELECT concurrency_limit, limit_reason FROM run_endpoints WHERE run_id = $1")
+        .bind(run)
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    Report {
+        name: format!("{name} (final limit {}: {})", limit.0, limit.1),
+        lost: lost.len(),
+        total: prompts.len(),
+        useful_tps: per_simulated_second(useful, makespan),
+        saturated_tps: steady_state_tps(finished),
+        lost_lengths: lost,
+    }
+}
+
+/// Useful tokens per simulated second between the 10th and the 90th percentile of finishing
+/// times (`finished` in seconds on any one clock; `None` tokens for lost samples).
+fn steady_state_tps(mut finished: Vec<(f64, Option<u32>)>) -> f64 {
+    finished.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (lo, hi) = (finished.len() / 10, finished.len() * 9 / 10);
+    let window = finished[hi].0 - finished[lo].0;
+    let tokens: u64 = finished[lo + 1..=hi].iter().filter_map(|f| f.1).map(u64::from).sum();
+    tokens as f64 / (window.max(1e-3) * TIME_SCALE)
+}
+
+fn per_simulated_second(tokens: u64, real: Duration) -> f64 {
+    tokens as f64 / (real.as_secs_f64() * TIME_SCALE)
+}
+
+/// "lost / all" per band of natural completion length.
+fn length_bands(lost: &[u32], all: &[u32]) -> String {
+    let bands = [(0, 256), (256, 1024), (1024, 4096), (4096, u32::MAX)];
+    let name = |(lo, hi): (u32, u32)| if hi == u32::MAX { format!("≥{lo}") } else { format!("{lo}–{}", hi - 1) };
+    bands
+        .iter()
+        .map(|&(lo, hi)| {
+            let in_band = |l: &&u32| **l >= lo && **l < hi;
+            format!("{}: {}/{}", name((lo, hi)), lost.iter().filter(in_band).count(), all.iter().filter(in_band).count())
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Streams a large run from an unthrottled simulator and reports this process's CPU time.
+async fn client_cost(pool: &PgPool, by: i64, per_token_chunks: bool) {
+    let mut args = vec![
+        "--aggregate-tokens-per-s", "0", "--per-seq-tokens-per-s", "0", "--prefill-tokens-per-s", "0",
+        "--median-completion-tokens", "1000", "--completion-sigma", "0.3", "--completion-cap", "4000",
+    ];
+    if per_token_chunks {
+        args.push("--ignore-stream-interval");
+    }
+    let sim = SimProcess::start(&args).await;
+    let prompts: Vec<String> = (0..1500).map(|i| format!("cost probe {i}: {}", prompt(i))).collect();
+    let dataset = testing::dataset_of(pool, &prompts).await;
+    let endpoint = testing::endpoint_at(pool, &sim.base_url, by).await;
+    let mut settings = RunSettings::with_defaults("sim-model", vec![endpoint], MAX_TOKENS);
+    settings.concurrency = Concurrency::Fixed { limit: 64 };
+    let run = testing::create_run(pool, dataset, settings, by).await;
+    let stop = CancellationToken::new();
+    let worker = Worker::new(pool.clone(), http_client(), Arc::new(EngineMetrics::default()), WorkerOptions::default());
+    let cpu_before = cpu_time();
+    let start = Instant::now();
+    let handle = tokio::spawn(worker.run(stop.clone()));
+    testing::wait_for_status(pool, run, "completed", Duration::from_secs(3600)).await;
+    let wall = start.elapsed();
+    let cpu = cpu_time() - cpu_before;
+    stop.cancel();
+    handle.await.unwrap().unwrap();
+    let tokens: i64 = sqlx::query_scalar("SELECT sum(completion_tokens)::bigint FROM samples WHERE run_id = $1")
+        .bind(run)
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    let stats = sim.stats().await;
+    let chunks = if per_token_chunks { "one chunk per token" } else { "stream_interval 16" };
+    println!(
+        "Client cost ({chunks}): {tokens} tokens in {:.1} s = {:.0} tok/s; engine CPU {:.2} s = {:.3} ms per 1,000 tokens (simulator generated {} tokens)",
+        wall.as_secs_f64(),
+        tokens as f64 / wall.as_secs_f64(),
+        cpu.as_secs_f64(),
+        cpu.as_secs_f64() * 1e6 / tokens as f64,
+        stats["generation_tokens"]
+    );
+}
+
+/// User plus system CPU time of this process.
+fn cpu_time() -> Duration {
+    // SAFETY: getrusage fills the struct we hand it.
+    let usage = unsafe {
+        let mut usage = std::mem::zeroed::<libc::rusage>();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let tv = |t: libc::timeval| Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
