@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds and starts Draft Studio on http://127.0.0.1:3000 (DS_BIND to change), bringing up what it
-# needs: missing tools, PostgreSQL, the database and its migrations, and on first start the
-# first admin account.
+# needs: missing tools, PostgreSQL, the database and its migrations, on first start the first
+# admin account, and demo data. With no vLLM server given (DS_VLLM_URL), it starts the bundled
+# simulator on 127.0.0.1:8100 and registers it as the `demo-sim` endpoint.
 #   usage: scripts/run.sh [--release]
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -31,5 +32,23 @@ if [ "$("$BIN" user count)" = 0 ]; then
   say "created the first admin: sign in as 'admin' with password '$password' (also in .data/first-admin.txt)"
 fi
 
+if [ -z "${DS_VLLM_URL:-}" ]; then
+  DS_VLLM_URL=http://127.0.0.1:8100
+  if ! curl -sf "$DS_VLLM_URL/health" >/dev/null 2>&1; then
+    say "no DS_VLLM_URL given: starting the vLLM simulator at $DS_VLLM_URL"
+    cargo build --locked -p vllm-sim "${build_flags[@]}"
+    "$CARGO_TARGET_DIR/$profile/vllm-sim" --port 8100 > "$DS_DATA_DIR/vllm-sim.log" 2>&1 &
+    sim_pid=$!
+    trap 'kill $sim_pid 2>/dev/null' EXIT
+    for _ in $(seq 1 40); do curl -sf "$DS_VLLM_URL/health" >/dev/null 2>&1 && break; sleep 0.25; done
+  fi
+  endpoint_name=demo-sim
+else
+  endpoint_name=vllm
+fi
+if [ -z "$("$BIN" endpoint list)" ]; then
+  "$BIN" endpoint add "$endpoint_name" "$DS_VLLM_URL"
+fi
+
 say "starting Draft Studio at http://${DS_BIND:-127.0.0.1:3000}"
-exec "$BIN" serve
+"$BIN" serve

@@ -22,8 +22,9 @@ say "unit, database and handler tests"
 # unify features across the workspace (see leptos-anchors §5.6).
 cargo test --locked -p domain -p engine -p vllm-sim -p server -p app --features app/ssr
 
-say "building the app for the browser tests"
+say "building the app and the simulator for the browser tests"
 cargo leptos build
+cargo build --locked -p vllm-sim
 
 say "browser tests"
 E2E_DB=$PG_SERVER_URL/draft_studio_e2e
@@ -35,12 +36,15 @@ echo "$E2E_ADMIN_PASSWORD" | DATABASE_URL=$E2E_DB DS_DATA_DIR=$E2E_DIR "$BIN" us
 DATABASE_URL=$E2E_DB DS_DATA_DIR=$E2E_DIR DS_BIND=127.0.0.1:3100 DS_SITE_ROOT="$ROOT/target/site" \
   "$BIN" serve > "$E2E_DIR/server.log" 2>&1 &
 server_pid=$!
-trap 'kill $server_pid 2>/dev/null; wait $server_pid 2>/dev/null || true' EXIT
+# A simulated vLLM server for the run pages, twice as fast as real time.
+"$CARGO_TARGET_DIR/debug/vllm-sim" --port 3199 --time-scale 2 > "$E2E_DIR/sim.log" 2>&1 &
+sim_pid=$!
+trap 'kill $server_pid $sim_pid 2>/dev/null; wait $server_pid $sim_pid 2>/dev/null || true' EXIT
 for _ in $(seq 1 60); do
   curl -sf http://127.0.0.1:3100/healthz >/dev/null && break
   kill -0 $server_pid 2>/dev/null || { cat "$E2E_DIR/server.log"; die "the app exited during start-up"; }
   sleep 0.5
 done
-export E2E_BASE_URL=http://127.0.0.1:3100
+export E2E_BASE_URL=http://127.0.0.1:3100 E2E_SIM_URL=http://127.0.0.1:3199 E2E_DATABASE_URL=$E2E_DB
 (cd end2end && npx playwright test) || { say "server log: $E2E_DIR/server.log"; tail -n 50 "$E2E_DIR/server.log"; exit 1; }
 say "all tests passed"

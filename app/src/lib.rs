@@ -5,8 +5,10 @@
 
 pub mod auth;
 pub mod components;
+pub mod endpoints;
 pub mod error;
 pub mod pages;
+pub mod runs;
 #[cfg(feature = "ssr")]
 pub mod ssr;
 pub mod users;
@@ -66,7 +68,15 @@ pub fn App() -> impl IntoView {
                     />
                     <Route
                         path=path!("runs")
-                        view=|| view! { <Guard role=Role::Engineer><Pending section="Runs" issue=4/></Guard> }
+                        view=|| view! { <Guard role=Role::Engineer><runs::RunsPage/></Guard> }
+                    />
+                    <Route
+                        path=path!("runs/new")
+                        view=|| view! { <Guard role=Role::Engineer><runs::NewRunPage/></Guard> }
+                    />
+                    <Route
+                        path=path!("runs/:id")
+                        view=|| view! { <Guard role=Role::Engineer><runs::RunPage/></Guard> }
                     />
                     <Route
                         path=path!("review")
@@ -78,7 +88,7 @@ pub fn App() -> impl IntoView {
                     />
                     <Route
                         path=path!("endpoints")
-                        view=|| view! { <Guard role=Role::Engineer><Pending section="Endpoints" issue=4/></Guard> }
+                        view=|| view! { <Guard role=Role::Engineer><endpoints::EndpointsPage/></Guard> }
                     />
                     <Route
                         path=path!("users")

@@ -4,9 +4,11 @@
 //! the `sqlx` feature, which the engine enables and the wasm build never sees.
 
 pub mod access;
+pub mod dashboard;
 pub mod endpoint;
 pub mod generation;
 pub mod role;
+pub mod run_form;
 pub mod user;
 
 pub use access::{api_access, page_access, PageAccess};

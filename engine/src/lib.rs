@@ -2,6 +2,7 @@
 //! engine and its vLLM client, the review queue and exporters. No UI code lives here.
 
 pub mod auth;
+pub mod dashboard;
 pub mod db;
 pub mod endpoints;
 pub mod error;

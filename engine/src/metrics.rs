@@ -1,5 +1,6 @@
 //! The engine's own Prometheus metrics, exported on the app's `/metrics`.
 
+use domain::dashboard::AlertKind;
 use prometheus_client::{
     encoding::EncodeLabelSet,
     metrics::{counter::Counter, family::Family, gauge::Gauge},
@@ -16,6 +17,12 @@ pub struct EndpointLabel {
     pub endpoint: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct AlertLabel {
+    pub run: i64,
+    pub kind: &'static str,
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct EngineMetrics {
     pub samples_finished: Family<OutcomeLabel, Counter>,
@@ -23,6 +30,7 @@ pub struct EngineMetrics {
     pub generated_tokens: Counter,
     pub requests_in_flight: Family<EndpointLabel, Gauge>,
     pub endpoint_up: Family<EndpointLabel, Gauge>,
+    pub run_alerts: Family<AlertLabel, Gauge>,
 }
 
 impl EngineMetrics {
@@ -52,6 +60,26 @@ impl EngineMetrics {
             "1 when the endpoint answers, 0 while dispatch to it is paused",
             self.endpoint_up.clone(),
         );
+        registry.register(
+            "run_alert",
+            "1 while a running run has this alert raised (no_progress, error_spike, endpoint_down)",
+            self.run_alerts.clone(),
+        );
+    }
+
+    /// Raises `raised` for the run and lowers its other alerts.
+    pub fn set_alerts(&self, run: i64, raised: &[AlertKind]) {
+        for kind in AlertKind::ALL {
+            let value = i64::from(raised.contains(&kind));
+            self.run_alerts.get_or_create(&AlertLabel { run, kind: kind.as_str() }).set(value);
+        }
+    }
+
+    /// Forgets a run that is no longer running.
+    pub fn clear_alerts(&self, run: i64) {
+        for kind in AlertKind::ALL {
+            self.run_alerts.remove(&AlertLabel { run, kind: kind.as_str() });
+        }
     }
 
     pub fn finished(&self, outcome: &str) {

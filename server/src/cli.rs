@@ -25,6 +25,23 @@ pub enum Command {
     /// Manage accounts from the command line (the first admin is created this way).
     #[command(subcommand)]
     User(UserCommand),
+    /// Register and list vLLM endpoints from the command line.
+    #[command(subcommand)]
+    Endpoint(EndpointCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum EndpointCommand {
+    /// Register a vLLM server (its root URL, e.g. http://gpu-7:8000) and test the connection.
+    Add {
+        name: String,
+        base_url: String,
+        /// Read the API key from this environment variable (keeps it out of shell history).
+        #[arg(long)]
+        api_key_env: Option<String>,
+    },
+    /// Print every endpoint with its models, one per line.
+    List,
 }
 
 #[derive(Subcommand, Debug)]

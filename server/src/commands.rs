@@ -1,7 +1,7 @@
 //! What each command-line subcommand does.
 
 use crate::{
-    cli::{Cli, Command, UserAdd, UserCommand},
+    cli::{Cli, Command, EndpointCommand, UserAdd, UserCommand},
     config::Config,
     leptos_config, router, session, shutdown,
     state::AppState,
@@ -30,6 +30,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::User(command) => user(config, command).await,
+        Command::Endpoint(command) => endpoint(config, command).await,
     }
 }
 
@@ -43,7 +44,7 @@ pub async fn open_database(config: &Config) -> anyhow::Result<PgPool> {
 
 async fn serve(config: Config, no_workers: bool, shutdown: CancellationToken) -> anyhow::Result<()> {
     let pool = open_database(&config).await?;
-    let services = Services::new(pool.clone());
+    let services = Services::with_alert_policy(pool.clone(), config.alert_policy());
     let store = session::store(pool.clone());
     let key = session::signing_key(&config)?;
     let state = AppState::new(leptos_config::options(&config), services.clone());
@@ -51,6 +52,20 @@ async fn serve(config: Config, no_workers: bool, shutdown: CancellationToken) ->
 
     let tasks = TaskTracker::new();
     tasks.spawn(delete_expired_sessions(store, shutdown.clone()));
+    tasks.spawn(engine::dashboard::alerts::monitor(
+        pool.clone(),
+        config.alert_policy(),
+        services.metrics.clone(),
+        shutdown.clone(),
+    ));
+    // Open event streams end with the hub, so the HTTP server can drain.
+    tasks.spawn({
+        let (live, shutdown) = (services.live.clone(), shutdown.clone());
+        async move {
+            shutdown.cancelled().await;
+            live.close();
+        }
+    });
     if config.run_workers && !no_workers {
         tasks.spawn(run_worker(&config, &services, shutdown.clone()));
     }
@@ -147,6 +162,63 @@ async fn user(config: Config, command: UserCommand) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+async fn endpoint(config: Config, command: EndpointCommand) -> anyhow::Result<()> {
+    let pool = open_database(&config).await?;
+    match command {
+        EndpointCommand::Add { name, base_url, api_key_env } => {
+            let api_key = match &api_key_env {
+                Some(var) => {
+                    Some(std::env::var(var).with_context(|| format!("{var} is not set (--api-key-env)"))?)
+                }
+                None => None,
+            };
+            let by: i64 = sqlx::query_scalar("SELECT id FROM users WHERE role = 'admin' ORDER BY id LIMIT 1")
+                .fetch_optional(&pool)
+                .await?
+                .context("add the first admin first: draft-studio user add <name> --role admin")?;
+            let http = engine::vllm::http_client();
+            let e = engine::endpoints::create(
+                &pool,
+                &http,
+                engine::endpoints::NewEndpoint {
+                    name: &name,
+                    base_url: &base_url,
+                    api_key: api_key.as_deref(),
+                },
+                by,
+            )
+            .await?;
+            match e.check_error {
+                Some(error) => {
+                    println!("added {} ({}), but it does not answer yet: {error}", e.name, e.base_url)
+                }
+                None => println!("added {} ({}) serving {}", e.name, e.base_url, models_text(&e.models)),
+            }
+            Ok(())
+        }
+        EndpointCommand::List => {
+            for e in engine::endpoints::list(&pool).await? {
+                println!("{}\t{}\t{}", e.name, e.base_url, models_text(&e.models));
+            }
+            Ok(())
+        }
+    }
+}
+
+fn models_text(models: &[domain::ServedModel]) -> String {
+    if models.is_empty() {
+        return "no models".into();
+    }
+    models
+        .iter()
+        .map(|m| match m.max_model_len {
+            Some(len) => format!("{} (max_model_len {len})", m.id),
+            None => m.id.clone(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 async fn add_user(pool: &PgPool, add: UserAdd) -> anyhow::Result<()> {

@@ -37,6 +37,11 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
         "30",
         "seconds a sample stays leased to a worker that stops renewing it (then another worker takes it)",
     ),
+    (
+        "DS_ALERT_STALL",
+        "300",
+        "seconds a running run may finish no sample before the `no_progress` alert is raised",
+    ),
     ("DS_HF_ENDPOINT", "https://huggingface.co", "Hugging Face hub endpoint for dataset downloads"),
     (
         "DS_SITE_ROOT",
@@ -64,6 +69,7 @@ pub struct Config {
     pub log_format: LogFormat,
     pub run_workers: bool,
     pub worker_lease_secs: u64,
+    pub alert_stall_secs: u64,
     pub hf_endpoint: url::Url,
     pub site_root: PathBuf,
 }
@@ -150,6 +156,15 @@ impl Config {
                 .filter(|s| (1..=3600).contains(s))
                 .ok_or_else(|| err("DS_WORKER_LEASE", "a number of seconds from 1 to 3600", &v))?,
         };
+        let alert_stall_secs = match get("DS_ALERT_STALL") {
+            None => 300,
+            Some(v) => v
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|s| (10..=86_400).contains(s))
+                .ok_or_else(|| err("DS_ALERT_STALL", "a number of seconds from 10 to 86400", &v))?,
+        };
         let hf_raw = get("DS_HF_ENDPOINT").unwrap_or_else(|| "https://huggingface.co".into());
         let hf_endpoint = url::Url::parse(&hf_raw)
             .ok()
@@ -170,12 +185,20 @@ impl Config {
             log_format,
             run_workers,
             worker_lease_secs,
+            alert_stall_secs,
             hf_endpoint,
             site_root,
         })
     }
 
     /// Cookies get the Secure flag when users reach the app over https.
+    pub fn alert_policy(&self) -> engine::dashboard::AlertPolicy {
+        engine::dashboard::AlertPolicy {
+            stall_after: std::time::Duration::from_secs(self.alert_stall_secs),
+            ..Default::default()
+        }
+    }
+
     pub fn worker_options(&self) -> engine::generation::WorkerOptions {
         engine::generation::WorkerOptions {
             lease: std::time::Duration::from_secs(self.worker_lease_secs),
@@ -256,6 +279,7 @@ mod tests {
             ("DS_LOG_FORMAT", "xml", "DS_LOG_FORMAT: expected plain or json, got `xml`"),
             ("DS_WORKERS", "maybe", "DS_WORKERS: expected true or false"),
             ("DS_WORKER_LEASE", "0", "DS_WORKER_LEASE: expected a number of seconds from 1 to 3600"),
+            ("DS_ALERT_STALL", "5", "DS_ALERT_STALL: expected a number of seconds from 10 to 86400"),
             ("DS_SESSION_SECRET", "short", "DS_SESSION_SECRET: expected at least 32 characters"),
             ("DS_PUBLIC_URL", "ftp://x", "DS_PUBLIC_URL: expected an http:// or https:// URL"),
         ];

@@ -5,6 +5,7 @@ pub mod access;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod events;
 pub mod health;
 pub mod leptos_config;
 pub mod metrics;

@@ -1,6 +1,6 @@
 //! The HTTP surface: pages and server functions (Leptos), static assets, health and metrics.
 
-use crate::{access, health, metrics, session, state::AppState};
+use crate::{access, events, health, metrics, session, state::AppState};
 use app::{shell, App};
 use axum::{http::StatusCode, middleware, routing::get, Router};
 use leptos::prelude::provide_context;
@@ -34,6 +34,8 @@ pub fn build(state: AppState, sessions: session::Layer) -> Router {
         )
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, PAGE_TIMEOUT))
+        // Streams stay open as long as their page; they are guarded like server functions.
+        .route("/api/runs/{id}/events", get(events::run_events))
         .layer(middleware::from_fn(access::guard_pages))
         .layer(middleware::from_fn(access::api_error_status))
         .layer(middleware::from_fn(access::guard_api))

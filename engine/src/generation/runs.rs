@@ -298,3 +298,29 @@ pub async fn retry(pool: &PgPool, run_id: i64, pass: RetryPass) -> Result<u64> {
     tracing::info!(run.id = run_id, requeued, "retry pass queued");
     Ok(requeued)
 }
+
+/// The datasets a new run can draw from (imports that finished), with their categories.
+pub async fn dataset_choices(pool: &PgPool) -> Result<Vec<domain::run_form::DatasetChoice>> {
+    let datasets = sqlx::query!(
+        "SELECT id, name, rows_imported FROM datasets WHERE status = 'ready' ORDER BY created_at DESC, id DESC"
+    )
+    .fetch_all(pool)
+    .await?;
+    let mut choices = Vec::with_capacity(datasets.len());
+    for d in datasets {
+        let categories = sqlx::query!(
+            r#"SELECT category AS "category!", count(*) AS "n!" FROM dataset_rows
+               WHERE dataset_id = $1 AND category IS NOT NULL GROUP BY category ORDER BY 2 DESC, 1 LIMIT 200"#,
+            d.id
+        )
+        .fetch_all(pool)
+        .await?;
+        choices.push(domain::run_form::DatasetChoice {
+            id: d.id,
+            name: d.name,
+            rows: d.rows_imported,
+            categories: categories.into_iter().map(|c| (c.category, c.n)).collect(),
+        });
+    }
+    Ok(choices)
+}

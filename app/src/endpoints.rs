@@ -1,0 +1,151 @@
+//! The Endpoints page: register vLLM servers, test the connection, see their models.
+
+use crate::{components::time::RelativeTime, users::confirm, AppError};
+use domain::EndpointSummary;
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+#[server(endpoint = "endpoints/list")]
+pub async fn list_endpoints() -> Result<Vec<EndpointSummary>, AppError> {
+    use crate::ssr;
+    ssr::require(domain::Role::Engineer)?;
+    Ok(engine::endpoints::list(&ssr::services()?.pool).await?)
+}
+
+#[server(endpoint = "endpoints/create")]
+pub async fn create_endpoint(
+    name: String,
+    base_url: String,
+    api_key: String,
+) -> Result<EndpointSummary, AppError> {
+    use crate::ssr;
+    let viewer = ssr::require(domain::Role::Engineer)?;
+    let services = ssr::services()?;
+    let endpoint = engine::endpoints::create(
+        &services.pool,
+        &services.http,
+        engine::endpoints::NewEndpoint { name: &name, base_url: &base_url, api_key: Some(api_key.as_str()) },
+        viewer.id,
+    )
+    .await?;
+    tracing::info!(by = %viewer.username, endpoint = %endpoint.name, url = %endpoint.base_url, "endpoint added");
+    Ok(endpoint)
+}
+
+#[server(endpoint = "endpoints/check")]
+pub async fn check_endpoint(id: i64) -> Result<EndpointSummary, AppError> {
+    use crate::ssr;
+    ssr::require(domain::Role::Engineer)?;
+    let services = ssr::services()?;
+    Ok(engine::endpoints::check(&services.pool, &services.http, id).await?)
+}
+
+#[server(endpoint = "endpoints/delete")]
+pub async fn delete_endpoint(id: i64) -> Result<(), AppError> {
+    use crate::ssr;
+    let viewer = ssr::require(domain::Role::Engineer)?;
+    engine::endpoints::delete(&ssr::services()?.pool, id).await?;
+    tracing::info!(by = %viewer.username, endpoint.id = id, "endpoint removed");
+    Ok(())
+}
+
+#[component]
+pub fn EndpointsPage() -> impl IntoView {
+    let create = ServerAction::<CreateEndpoint>::new();
+    let check = ServerAction::<CheckEndpoint>::new();
+    let delete = ServerAction::<DeleteEndpoint>::new();
+    let endpoints = Resource::new(
+        move || (create.version().get(), check.version().get(), delete.version().get()),
+        |_| list_endpoints(),
+    );
+    let last_error = move || {
+        [
+            create.value().get().and_then(|r| r.err()),
+            check.value().get().and_then(|r| r.err()),
+            delete.value().get().and_then(|r| r.err()),
+        ]
+        .into_iter()
+        .flatten()
+        .next()
+        .map(|e| e.to_string())
+    };
+    view! {
+        <Title text="Endpoints"/>
+        <h1>"Endpoints"</h1>
+        <p class="muted">"vLLM servers (OpenAI-compatible) that runs send their prompts to. The API key is kept on the server and never shown again."</p>
+        <section class="panel">
+            <h2>"Add an endpoint"</h2>
+            <ActionForm action=create attr:class="inline-form" attr:data-testid="add-endpoint">
+                <label>"Name" <input name="name" required maxlength="100" placeholder="gpu-7"/></label>
+                <label>"Base URL" <input name="base_url" required type="url" placeholder="http://gpu-7:8000"/></label>
+                <label>"API key" <input name="api_key" type="password" autocomplete="off" placeholder="optional"/></label>
+                <button class="primary" type="submit">"Add and test"</button>
+            </ActionForm>
+            <Show when=move || last_error().is_some()>
+                <p class="error" role="alert">{last_error}</p>
+            </Show>
+        </section>
+        <Transition fallback=|| view! { <p class="muted">"Loading endpoints…"</p> }>
+            {move || Suspend::new(async move {
+                match endpoints.await {
+                    Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
+                    Ok(list) if list.is_empty() => view! {
+                        <p class="empty">"No endpoints yet. Add the base URL of a vLLM server above (the demo simulator runs on http://127.0.0.1:8100)."</p>
+                    }.into_any(),
+                    Ok(list) => view! {
+                        <table class="data" data-testid="endpoints-table">
+                            <thead><tr><th>"Name"</th><th>"URL"</th><th>"Models (max_model_len)"</th><th>"Last check"</th><th></th></tr></thead>
+                            <tbody>
+                                {list.into_iter().map(|e| view! { <EndpointRow endpoint=e check delete/> }).collect_view()}
+                            </tbody>
+                        </table>
+                    }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn EndpointRow(
+    endpoint: EndpointSummary,
+    check: ServerAction<CheckEndpoint>,
+    delete: ServerAction<DeleteEndpoint>,
+) -> impl IntoView {
+    let id = endpoint.id;
+    let name = endpoint.name.clone();
+    let models = if endpoint.models.is_empty() {
+        "—".to_string()
+    } else {
+        endpoint
+            .models
+            .iter()
+            .map(|m| match m.max_model_len {
+                Some(len) => format!("{} ({len})", m.id),
+                None => m.id.clone(),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let status = match (&endpoint.check_error, endpoint.checked_at) {
+        (Some(error), _) => view! { <span class="badge bad" title=error.clone()>"unreachable"</span> " " <span class="small">{error.clone()}</span> }.into_any(),
+        (None, Some(at)) => view! { <span class="badge ok">"answers"</span> " " <RelativeTime at/> }.into_any(),
+        (None, None) => view! { <span class="muted">"never"</span> }.into_any(),
+    };
+    view! {
+        <tr data-endpoint=endpoint.name.clone()>
+            <td>{endpoint.name.clone()} {endpoint.has_api_key.then(|| view! { <span class="badge">"key"</span> })}</td>
+            <td><code>{endpoint.base_url.clone()}</code></td>
+            <td>{models}</td>
+            <td>{status}</td>
+            <td class="actions">
+                <button class="link" on:click=move |_| { check.dispatch(CheckEndpoint { id }); }>"Test"</button>
+                <button class="link danger" on:click=move |_| {
+                    if confirm(&format!("Remove the endpoint {name}?")) {
+                        delete.dispatch(DeleteEndpoint { id });
+                    }
+                }>"Remove"</button>
+            </td>
+        </tr>
+    }
+}

@@ -1,0 +1,255 @@
+//! The new-run form. Every field is sent as typed; the server parses and checks it (against the
+//! endpoints themselves too) and answers with everything to change at once.
+
+use super::api::{get_form_choices, CreateRun, FormChoices};
+use domain::run_form::RunForm;
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_navigate;
+
+type GetField = fn(&RunForm) -> &String;
+type SetField = fn(&mut RunForm, String);
+
+/// A labelled text or number input bound to one field of the form.
+#[component]
+fn Field(
+    form: RwSignal<RunForm>,
+    label: &'static str,
+    name: &'static str,
+    get: GetField,
+    set: SetField,
+    #[prop(optional)] hint: &'static str,
+    #[prop(default = "text")] kind: &'static str,
+) -> impl IntoView {
+    view! {
+        <label>
+            {label}
+            <input type=kind name=name step="any" placeholder=hint
+                prop:value=move || form.with(|f| get(f).clone())
+                on:input=move |ev| form.update(|f| set(f, event_target_value(&ev)))/>
+        </label>
+    }
+}
+
+/// A select bound to one field, with (value, label) options.
+#[component]
+fn Choice(
+    form: RwSignal<RunForm>,
+    label: &'static str,
+    name: &'static str,
+    get: GetField,
+    set: SetField,
+    options: &'static [(&'static str, &'static str)],
+) -> impl IntoView {
+    view! {
+        <label>
+            {label}
+            <select name=name on:change=move |ev| form.update(|f| set(f, event_target_value(&ev)))>
+                {options.iter().map(|(value, text)| view! {
+                    <option value=*value selected=move || form.with(|f| get(f) == value)>{*text}</option>
+                }).collect_view()}
+            </select>
+        </label>
+    }
+}
+
+#[component]
+pub fn NewRunPage() -> impl IntoView {
+    let choices = Resource::new(|| (), |_| get_form_choices());
+    view! {
+        <Title text="New run"/>
+        <h1>"New run"</h1>
+        <Transition fallback=|| view! { <p class="muted">"Loading datasets and endpoints…"</p> }>
+            {move || Suspend::new(async move {
+                match choices.await {
+                    Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
+                    Ok(choices) if choices.datasets.is_empty() || choices.endpoints.is_empty() => view! {
+                        <p class="empty">
+                            "A run needs a dataset that finished importing and a registered endpoint. "
+                            <a href="/datasets">"Datasets"</a> " · " <a href="/endpoints">"Endpoints"</a>
+                        </p>
+                    }.into_any(),
+                    Ok(choices) => view! { <RunFormView choices/> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn RunFormView(choices: FormChoices) -> impl IntoView {
+    let initial = RunForm {
+        dataset_id: choices.datasets.first().map(|d| d.id),
+        endpoint_ids: choices.endpoints.iter().take(1).map(|e| e.id).collect(),
+        model: choices
+            .endpoints
+            .iter()
+            .flat_map(|e| e.models.first())
+            .map(|m| m.id.clone())
+            .next()
+            .unwrap_or_default(),
+        ..RunForm::with_defaults()
+    };
+    let form = RwSignal::new(initial);
+    let create = ServerAction::<CreateRun>::new();
+    let navigate = use_navigate();
+    Effect::new(move |_| {
+        if let Some(Ok(id)) = create.value().get() {
+            navigate(&format!("/runs/{id}"), Default::default());
+        }
+    });
+    let datasets = StoredValue::new(choices.datasets);
+    let endpoints = StoredValue::new(choices.endpoints);
+    let categories = move || {
+        let id = form.with(|f| f.dataset_id);
+        datasets.with_value(|ds| {
+            ds.iter().find(|d| Some(d.id) == id).map(|d| d.categories.clone()).unwrap_or_default()
+        })
+    };
+    let models = move || {
+        let chosen = form.with(|f| f.endpoint_ids.clone());
+        let mut models: Vec<String> = endpoints.with_value(|es| {
+            es.iter()
+                .filter(|e| chosen.contains(&e.id))
+                .flat_map(|e| e.models.iter().map(|m| m.id.clone()))
+                .collect()
+        });
+        models.sort();
+        models.dedup();
+        models
+    };
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        create.dispatch(CreateRun { form: form.get_untracked() });
+    };
+    let error = move || create.value().get().and_then(|r| r.err()).map(|e| e.to_string());
+    let is =
+        move |field: fn(&RunForm) -> &String, value: &'static str| move || form.with(|f| field(f) == value);
+
+    view! {
+        <form class="stack run-form" on:submit=submit data-testid="new-run">
+            <section class="panel">
+                <h2>"What to generate"</h2>
+                <Field form label="Name" name="name" get=|f| &f.name set=|f, v| f.name = v hint="qwen3-8b sharegpt regen"/>
+                <label>
+                    "Dataset"
+                    <select name="dataset" on:change=move |ev| form.update(|f| {
+                        f.dataset_id = event_target_value(&ev).parse().ok();
+                        f.categories.clear();
+                    })>
+                        {datasets.get_value().into_iter().map(|d| {
+                            let id = d.id;
+                            view! { <option value=id selected=move || form.with(|f| f.dataset_id == Some(id))>
+                                {format!("{} ({} rows)", d.name, d.rows)}</option> }
+                        }).collect_view()}
+                    </select>
+                </label>
+                <Choice form label="Rows" name="selection" get=|f| &f.selection set=|f, v| f.selection = v
+                    options=&[("all", "all rows"), ("categories", "only some categories"), ("sample", "a random sample")]/>
+                <Show when=is(|f| &f.selection, "categories")>
+                    <fieldset class="checks">
+                        <legend>"Categories"</legend>
+                        {move || categories().into_iter().map(|(category, n)| {
+                            let c = category.clone();
+                            let checked = move || form.with(|f| f.categories.contains(&c));
+                            let c = category.clone();
+                            view! {
+                                <label class="check">
+                                    <input type="checkbox" prop:checked=checked on:change=move |ev| {
+                                        let on = event_target_checked(&ev);
+                                        form.update(|f| {
+                                            f.categories.retain(|x| x != &c);
+                                            if on { f.categories.push(c.clone()); }
+                                        });
+                                    }/>
+                                    {format!("{category} ({n})")}
+                                </label>
+                            }
+                        }).collect_view()}
+                    </fieldset>
+                </Show>
+                <Show when=is(|f| &f.selection, "sample")>
+                    <div class="row">
+                        <Field form label="Rows to sample" name="sample_count" kind="number" get=|f| &f.sample_count set=|f, v| f.sample_count = v/>
+                        <Field form label="Seed" name="sample_seed" kind="number" get=|f| &f.sample_seed set=|f, v| f.sample_seed = v/>
+                    </div>
+                </Show>
+                <Choice form label="Turns to regenerate" name="turns" get=|f| &f.turns set=|f, v| f.turns = v
+                    options=&[("last_assistant", "the last assistant turn, given the turns before it"),
+                              ("first_user", "the answer to the first user turn only"),
+                              ("every_assistant", "every assistant turn in order")]/>
+                <label>
+                    "System prompt"
+                    <textarea name="system_prompt" rows="2" placeholder="optional; replaces the dataset's system turn"
+                        prop:value=move || form.with(|f| f.system_prompt.clone())
+                        on:input=move |ev| form.update(|f| f.system_prompt = event_target_value(&ev))></textarea>
+                </label>
+            </section>
+            <section class="panel">
+                <h2>"Where and how"</h2>
+                <fieldset class="checks">
+                    <legend>"Endpoints"</legend>
+                    {endpoints.get_value().into_iter().map(|e| {
+                        let id = e.id;
+                        view! {
+                            <label class="check">
+                                <input type="checkbox" name="endpoint" value=id
+                                    prop:checked=move || form.with(|f| f.endpoint_ids.contains(&id))
+                                    on:change=move |ev| {
+                                        let on = event_target_checked(&ev);
+                                        form.update(|f| {
+                                            f.endpoint_ids.retain(|x| *x != id);
+                                            if on { f.endpoint_ids.push(id); }
+                                        });
+                                    }/>
+                                {e.name.clone()} " " <code class="small">{e.base_url.clone()}</code>
+                            </label>
+                        }
+                    }).collect_view()}
+                </fieldset>
+                <label>
+                    "Model"
+                    <input name="model" list="served-models" required
+                        prop:value=move || form.with(|f| f.model.clone())
+                        on:input=move |ev| form.update(|f| f.model = event_target_value(&ev))/>
+                    <datalist id="served-models">
+                        {move || models().into_iter().map(|m| view! { <option value=m/> }).collect_view()}
+                    </datalist>
+                </label>
+                <div class="row">
+                    <Field form label="max_tokens" name="max_tokens" kind="number" get=|f| &f.max_tokens set=|f, v| f.max_tokens = v/>
+                    <Field form label="temperature" name="temperature" kind="number" get=|f| &f.temperature set=|f, v| f.temperature = v hint="server default"/>
+                    <Field form label="top_p" name="top_p" kind="number" get=|f| &f.top_p set=|f, v| f.top_p = v hint="server default"/>
+                    <Field form label="seed" name="seed" kind="number" get=|f| &f.seed set=|f, v| f.seed = v hint="none"/>
+                </div>
+                <div class="row">
+                    <Choice form label="Thinking" name="thinking" get=|f| &f.thinking set=|f, v| f.thinking = v
+                        options=&[("server_default", "the server's default"), ("on", "on (enable_thinking)"),
+                                  ("off", "off"), ("mix", "a mix")]/>
+                    <Show when=is(|f| &f.thinking, "mix")>
+                        <Field form label="Share thinking (0–1)" name="thinking_ratio" kind="number" get=|f| &f.thinking_ratio set=|f, v| f.thinking_ratio = v/>
+                    </Show>
+                </div>
+                <div class="row">
+                    <Choice form label="Concurrency" name="concurrency" get=|f| &f.concurrency set=|f, v| f.concurrency = v
+                        options=&[("adaptive", "adaptive (follows the server's load)"), ("fixed", "fixed")]/>
+                    <Show when=is(|f| &f.concurrency, "adaptive")
+                        fallback=move || view! { <Field form label="Requests per endpoint" name="concurrency_fixed" kind="number" get=|f| &f.concurrency_fixed set=|f, v| f.concurrency_fixed = v/> }>
+                        <Field form label="At least" name="concurrency_min" kind="number" get=|f| &f.concurrency_min set=|f, v| f.concurrency_min = v/>
+                        <Field form label="At most" name="concurrency_max" kind="number" get=|f| &f.concurrency_max set=|f, v| f.concurrency_max = v/>
+                    </Show>
+                </div>
+                <div class="row">
+                    <Field form label="Idle timeout (s)" name="idle_timeout_secs" kind="number" get=|f| &f.idle_timeout_secs set=|f, v| f.idle_timeout_secs = v/>
+                    <Field form label="Deadline per request (s)" name="deadline_secs" kind="number" get=|f| &f.deadline_secs set=|f, v| f.deadline_secs = v hint="none"/>
+                    <Field form label="Attempts" name="max_attempts" kind="number" get=|f| &f.max_attempts set=|f, v| f.max_attempts = v/>
+                </div>
+                <p class="muted small">"A request is cut only when no token arrives for the idle timeout, so long reasoning traces are never lost to a total-time limit."</p>
+            </section>
+            <Show when=move || error().is_some()>
+                <p class="error" role="alert" data-testid="run-error">{error}</p>
+            </Show>
+            <div><button class="primary" type="submit" disabled=move || create.pending().get()>"Start the run"</button></div>
+        </form>
+    }
+}

@@ -1,0 +1,277 @@
+//! The new-run form as the browser sends it (plain strings, as typed), and its parsing into
+//! settings, with every problem phrased as what to change.
+
+use crate::generation::{Concurrency, RunSettings, Selection, Thinking, TurnMode};
+use serde::{Deserialize, Serialize};
+
+/// A dataset a run can draw from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DatasetChoice {
+    pub id: i64,
+    pub name: String,
+    pub rows: i64,
+    /// Categories with their row counts, largest first.
+    pub categories: Vec<(String, i64)>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunForm {
+    pub name: String,
+    pub dataset_id: Option<i64>,
+    /// `all`, `categories` or `sample`.
+    pub selection: String,
+    pub categories: Vec<String>,
+    pub sample_count: String,
+    pub sample_seed: String,
+    pub endpoint_ids: Vec<i64>,
+    pub model: String,
+    pub max_tokens: String,
+    pub temperature: String,
+    pub top_p: String,
+    pub seed: String,
+    pub system_prompt: String,
+    /// `server_default`, `on`, `off` or `mix`.
+    pub thinking: String,
+    pub thinking_ratio: String,
+    /// `last_assistant`, `first_user` or `every_assistant`.
+    pub turns: String,
+    /// `adaptive` or `fixed`.
+    pub concurrency: String,
+    pub concurrency_min: String,
+    pub concurrency_max: String,
+    pub concurrency_fixed: String,
+    pub idle_timeout_secs: String,
+    pub deadline_secs: String,
+    pub max_attempts: String,
+}
+
+/// What a valid form describes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParsedRun {
+    pub name: String,
+    pub dataset_id: i64,
+    pub selection: Selection,
+    pub settings: RunSettings,
+}
+
+struct Fields<'a> {
+    problems: &'a mut Vec<String>,
+}
+
+impl Fields<'_> {
+    /// A required number; `what` names the field as the form labels it.
+    fn required<T: std::str::FromStr>(&mut self, raw: &str, what: &str) -> Option<T> {
+        let raw = raw.trim();
+        if raw.is_empty() {
+            self.problems.push(format!("fill in {what}"));
+            return None;
+        }
+        self.parse(raw, what)
+    }
+
+    fn optional<T: std::str::FromStr>(&mut self, raw: &str, what: &str) -> Option<T> {
+        let raw = raw.trim();
+        if raw.is_empty() {
+            None
+        } else {
+            self.parse(raw, what)
+        }
+    }
+
+    fn parse<T: std::str::FromStr>(&mut self, raw: &str, what: &str) -> Option<T> {
+        match raw.parse() {
+            Ok(v) => Some(v),
+            Err(_) => {
+                self.problems.push(format!("{what} must be a number, not `{raw}`"));
+                None
+            }
+        }
+    }
+}
+
+impl RunForm {
+    /// The form with the defaults a new run starts from.
+    pub fn with_defaults() -> Self {
+        Self {
+            selection: "all".into(),
+            sample_seed: "42".into(),
+            max_tokens: "4096".into(),
+            thinking: "server_default".into(),
+            thinking_ratio: "0.5".into(),
+            turns: "last_assistant".into(),
+            concurrency: "adaptive".into(),
+            concurrency_min: "4".into(),
+            concurrency_max: "512".into(),
+            concurrency_fixed: "64".into(),
+            idle_timeout_secs: RunSettings::DEFAULT_IDLE_TIMEOUT_SECS.to_string(),
+            max_attempts: RunSettings::DEFAULT_MAX_ATTEMPTS.to_string(),
+            ..Default::default()
+        }
+    }
+
+    pub fn parse(&self) -> Result<ParsedRun, Vec<String>> {
+        let mut problems = Vec::new();
+        let mut f = Fields { problems: &mut problems };
+        let selection = match self.selection.as_str() {
+            "all" => Some(Selection::All),
+            "categories" => Some(Selection::Categories { categories: self.categories.clone() }),
+            "sample" => {
+                let count = f.required::<u64>(&self.sample_count, "the number of rows to sample");
+                let seed = f.required::<u64>(&self.sample_seed, "the sampling seed");
+                count.zip(seed).map(|(count, seed)| Selection::Sample { count, seed })
+            }
+            other => {
+                f.problems.push(format!("unknown row selection `{other}`"));
+                None
+            }
+        };
+        let max_tokens = f.required::<u32>(&self.max_tokens, "max_tokens");
+        let temperature = f.optional::<f64>(&self.temperature, "temperature");
+        let top_p = f.optional::<f64>(&self.top_p, "top_p");
+        let seed = f.optional::<i64>(&self.seed, "the sampling seed of the model");
+        let thinking = match self.thinking.as_str() {
+            "server_default" => Some(Thinking::ServerDefault),
+            "on" => Some(Thinking::On),
+            "off" => Some(Thinking::Off),
+            "mix" => f
+                .required::<f64>(&self.thinking_ratio, "the share of thinking samples")
+                .map(|on_ratio| Thinking::Mix { on_ratio }),
+            other => {
+                f.problems.push(format!("unknown thinking mode `{other}`"));
+                None
+            }
+        };
+        let turns = match self.turns.as_str() {
+            "last_assistant" => Some(TurnMode::LastAssistant),
+            "first_user" => Some(TurnMode::FirstUser),
+            "every_assistant" => Some(TurnMode::EveryAssistant),
+            other => {
+                f.problems.push(format!("unknown turn mode `{other}`"));
+                None
+            }
+        };
+        let concurrency = match self.concurrency.as_str() {
+            "adaptive" => {
+                let min = f.required::<u32>(&self.concurrency_min, "the lowest concurrency");
+                let max = f.required::<u32>(&self.concurrency_max, "the highest concurrency");
+                min.zip(max).map(|(min, max)| Concurrency::Adaptive { min, max })
+            }
+            "fixed" => f
+                .required::<u32>(&self.concurrency_fixed, "the fixed concurrency")
+                .map(|limit| Concurrency::Fixed { limit }),
+            other => {
+                f.problems.push(format!("unknown concurrency mode `{other}`"));
+                None
+            }
+        };
+        let idle = f.required::<u32>(&self.idle_timeout_secs, "the idle timeout");
+        let deadline = f.optional::<u32>(&self.deadline_secs, "the deadline");
+        let attempts = f.required::<u32>(&self.max_attempts, "attempts");
+        if self.dataset_id.is_none() {
+            problems.push("choose a dataset".into());
+        }
+        let (
+            Some(selection),
+            Some(max_tokens),
+            Some(thinking),
+            Some(turns),
+            Some(concurrency),
+            Some(idle),
+            Some(attempts),
+        ) = (selection, max_tokens, thinking, turns, concurrency, idle, attempts)
+        else {
+            return Err(problems);
+        };
+        let settings = RunSettings {
+            temperature,
+            top_p,
+            seed,
+            system_prompt: Some(self.system_prompt.trim().to_string()).filter(|s| !s.is_empty()),
+            thinking,
+            turns,
+            concurrency,
+            idle_timeout_secs: idle,
+            deadline_secs: deadline,
+            max_attempts: attempts,
+            ..RunSettings::with_defaults(self.model.trim(), self.endpoint_ids.clone(), max_tokens)
+        };
+        problems.extend(settings.problems());
+        match self.dataset_id {
+            Some(dataset_id) if problems.is_empty() => {
+                Ok(ParsedRun { name: self.name.trim().to_string(), dataset_id, selection, settings })
+            }
+            _ => Err(problems),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filled() -> RunForm {
+        RunForm {
+            name: "qwen3 regen".into(),
+            dataset_id: Some(3),
+            endpoint_ids: vec![1, 2],
+            model: "Qwen/Qwen3-8B".into(),
+            ..RunForm::with_defaults()
+        }
+    }
+
+    #[test]
+    fn the_defaults_with_a_dataset_endpoint_and_model_make_a_run() {
+        let run = filled().parse().unwrap();
+        assert_eq!(run.dataset_id, 3);
+        assert_eq!(run.selection, Selection::All);
+        assert_eq!(run.settings.max_tokens, 4096);
+        assert_eq!(run.settings.idle_timeout_secs, 120);
+        assert_eq!(run.settings.max_attempts, 5);
+        assert_eq!(run.settings.concurrency, Concurrency::Adaptive { min: 4, max: 512 });
+        assert_eq!(run.settings.deadline_secs, None);
+    }
+
+    #[test]
+    fn every_problem_is_listed_as_what_to_change() {
+        let form = RunForm {
+            dataset_id: None,
+            max_tokens: "lots".into(),
+            temperature: "3".into(),
+            concurrency: "fixed".into(),
+            concurrency_fixed: "0".into(),
+            ..filled()
+        };
+        let problems = form.parse().unwrap_err();
+        assert!(problems.contains(&"max_tokens must be a number, not `lots`".to_string()), "{problems:?}");
+        assert!(problems.contains(&"choose a dataset".to_string()), "{problems:?}");
+        let form = RunForm {
+            temperature: "3".into(),
+            concurrency: "fixed".into(),
+            concurrency_fixed: "0".into(),
+            ..filled()
+        };
+        let problems = form.parse().unwrap_err();
+        assert!(
+            problems.iter().any(|p| p.starts_with("temperature must be between 0 and 2")),
+            "{problems:?}"
+        );
+        assert!(problems.contains(&"fixed concurrency must be at least 1".to_string()), "{problems:?}");
+    }
+
+    #[test]
+    fn sampling_and_thinking_mix_take_their_numbers() {
+        let form = RunForm {
+            selection: "sample".into(),
+            sample_count: "500".into(),
+            sample_seed: "7".into(),
+            thinking: "mix".into(),
+            thinking_ratio: "0.25".into(),
+            deadline_secs: "900".into(),
+            ..filled()
+        };
+        let run = form.parse().unwrap();
+        assert_eq!(run.selection, Selection::Sample { count: 500, seed: 7 });
+        assert_eq!(run.settings.thinking, Thinking::Mix { on_ratio: 0.25 });
+        assert_eq!(run.settings.deadline_secs, Some(900));
+    }
+}
