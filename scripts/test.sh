@@ -42,5 +42,7 @@ for _ in $(seq 1 60); do
   sleep 0.5
 done
 export E2E_BASE_URL=http://127.0.0.1:3100
+# The review spec seeds its samples straight into this database.
+export E2E_DATABASE_URL=$E2E_DB
 (cd end2end && npx playwright test) || { say "server log: $E2E_DIR/server.log"; tail -n 50 "$E2E_DIR/server.log"; exit 1; }
 say "all tests passed"

@@ -7,6 +7,7 @@ pub mod auth;
 pub mod components;
 pub mod error;
 pub mod pages;
+pub mod review;
 #[cfg(feature = "ssr")]
 pub mod ssr;
 pub mod users;
@@ -70,7 +71,15 @@ pub fn App() -> impl IntoView {
                     />
                     <Route
                         path=path!("review")
-                        view=|| view! { <Guard role=Role::Reviewer><Pending section="Review" issue=6/></Guard> }
+                        view=|| view! { <Guard role=Role::Reviewer><review::list::ReviewListPage/></Guard> }
+                    />
+                    <Route
+                        path=path!("review/queue")
+                        view=|| view! { <Guard role=Role::Reviewer><review::queue::QueuePage/></Guard> }
+                    />
+                    <Route
+                        path=path!("review/samples/:id")
+                        view=|| view! { <Guard role=Role::Reviewer><review::sample::SamplePage/></Guard> }
                     />
                     <Route
                         path=path!("exports")

@@ -6,6 +6,7 @@
 pub mod access;
 pub mod endpoint;
 pub mod generation;
+pub mod review;
 pub mod role;
 pub mod user;
 

@@ -7,6 +7,7 @@ pub mod endpoints;
 pub mod error;
 pub mod generation;
 pub mod metrics;
+pub mod review;
 pub mod services;
 #[cfg(feature = "test-support")]
 pub mod testing;
