@@ -102,7 +102,7 @@ pub async fn release_lease(id: i64) -> Result<bool, AppError> {
 }
 
 #[server(endpoint = "review/progress", input = Json)]
-pub async fn queue_progress(run: Option<i64>) -> Result<QueueProgress, AppError> {
+pub async fn reviewer_progress(run: Option<i64>) -> Result<QueueProgress, AppError> {
     use crate::ssr;
     let viewer = ssr::require(Role::Reviewer)?;
     Ok(engine::review::queue::progress(&ssr::services()?.pool, viewer.id, run).await?)

@@ -2,7 +2,7 @@
 //! the page is open), the next one as soon as a decision is saved, and the reviewer's progress.
 
 use super::{
-    api::{next_in_queue, queue_progress, release_lease, renew_lease},
+    api::{next_in_queue, reviewer_progress, release_lease, renew_lease},
     format,
     sample::{Mode, SampleView},
 };
@@ -20,7 +20,7 @@ pub fn QueuePage() -> impl IntoView {
     let run = Memo::new(move |_| query.with(|q| q.get("run").and_then(|r| r.parse::<i64>().ok())));
     let turn = RwSignal::new(0u32);
     let next = Resource::new(move || (run.get(), turn.get()), |(run, _)| next_in_queue(run));
-    let progress = Resource::new(move || (run.get(), turn.get()), |(run, _)| queue_progress(run));
+    let progress = Resource::new(move || (run.get(), turn.get()), |(run, _)| reviewer_progress(run));
     let current = RwSignal::new(None::<i64>);
     Effect::new(move |_| {
         if let Some(Ok(id)) = next.get() {
