@@ -56,6 +56,9 @@ CREATE INDEX samples_search_idx ON samples USING gin (search);
 CREATE INDEX samples_flags_idx ON samples USING gin (flags);
 CREATE INDEX samples_auto_flags_idx ON samples USING gin (auto_flags);
 CREATE INDEX samples_run_review_idx ON samples (run_id, review_state, id);
+-- One run's samples in key order, alone or by outcome (0003's (run_id, state) has no id).
+CREATE INDEX samples_run_id_idx ON samples (run_id, id);
+CREATE INDEX samples_run_outcome_idx ON samples (run_id, state, id);
 CREATE INDEX samples_review_idx ON samples (review_state, id);
 CREATE INDEX samples_state_idx ON samples (state, id);
 CREATE INDEX samples_finish_reason_idx ON samples (finish_reason, id);

@@ -238,9 +238,9 @@ fn FilterForm(filter: SampleFilter) -> impl IntoView {
         .collect();
     let num = |v: Option<i32>| v.map(|v| v.to_string()).unwrap_or_default();
     let range = move |label: &'static str,
-                 min_name: &'static str,
-                 max_name: &'static str,
-                 r: domain::review::TokenRange| {
+                      min_name: &'static str,
+                      max_name: &'static str,
+                      r: domain::review::TokenRange| {
         view! {
             <fieldset class="range">
                 <legend>{label}</legend>

@@ -2,7 +2,7 @@
 //! the page is open), the next one as soon as a decision is saved, and the reviewer's progress.
 
 use super::{
-    api::{next_in_queue, reviewer_progress, release_lease, renew_lease},
+    api::{next_in_queue, release_lease, renew_lease, reviewer_progress},
     format,
     sample::{Mode, SampleView},
 };

@@ -64,6 +64,11 @@ pub fn push_conditions(qb: &mut QueryBuilder<'_, Postgres>, filter: &SampleFilte
     push_range(qb, "s.prompt_tokens", filter.prompt_tokens);
     push_range(qb, "s.reasoning_tokens", filter.reasoning_tokens);
     push_range(qb, "s.completion_tokens", filter.completion_tokens);
+    // The same bounds on the expression the length orders are indexed by, so a range sorted
+    // by length is read from that index instead of being filtered out of it.
+    if filter.completion_tokens.min.is_some() || filter.completion_tokens.max.is_some() {
+        push_range(qb, "COALESCE(s.completion_tokens, -1)", filter.completion_tokens);
+    }
     if let Some(q) = filter.q.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
         qb.push(" AND s.search @@ websearch_to_tsquery('simple', ").push_bind(q.to_string()).push(")");
     }
