@@ -69,6 +69,10 @@ CREATE INDEX samples_duration_order_idx ON samples ((COALESCE(duration_ms, -1)),
 -- Queue mode: the next unreviewed finished sample.
 CREATE INDEX samples_review_queue_idx ON samples (id)
     WHERE review_state = 'unreviewed' AND state NOT IN ('pending', 'running');
+CREATE INDEX samples_review_queue_run_idx ON samples (run_id, id)
+    WHERE review_state = 'unreviewed' AND state NOT IN ('pending', 'running');
+-- The sample a reviewer holds.
+CREATE INDEX samples_review_lease_idx ON samples (review_lease_owner) WHERE review_lease_owner IS NOT NULL;
 
 CREATE TYPE review_event_kind AS ENUM ('decision', 'bulk', 'undo', 'regenerate');
 
