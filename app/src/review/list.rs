@@ -167,6 +167,7 @@ pub fn ReviewListPage() -> impl IntoView {
             </section>
         </div>
     }
+    .into_any()
 }
 
 /// A link to the list with one dimension set to `value`, or cleared when it is already set.
@@ -223,6 +224,7 @@ fn FacetPanel(facets: Facets, filter: SampleFilter) -> impl IntoView {
         {group("category", facets.category, filter.category.clone(), |f, v| f.category = v)}
         {group("reviewer", facets.reviewer, filter.reviewer.map(|r| r.to_string()), |f, v| f.reviewer = v.and_then(|v| v.parse().ok()))}
     }
+    .into_any()
 }
 
 /// Search, token ranges and sort. A GET form: submitting it changes the URL, so the filter is
@@ -270,6 +272,7 @@ fn FilterForm(filter: SampleFilter) -> impl IntoView {
             <button class="primary" type="submit">"Apply"</button>
         </Form>
     }
+    .into_any()
 }
 
 /// Engineers and admins: one decision for every finished sample of the filter, after seeing
@@ -353,4 +356,5 @@ fn BulkPanel(filter: Memo<Result<SampleFilter, String>>, changed: RwSignal<u32>)
             })}
         </details>
     }
+    .into_any()
 }

@@ -86,4 +86,5 @@ pub fn QueuePage() -> impl IntoView {
             })}
         </Transition>
     }
+    .into_any()
 }

@@ -48,6 +48,7 @@ pub fn SamplePage() -> impl IntoView {
             }
         }}
     }
+    .into_any()
 }
 
 /// Status line under the decision buttons.
@@ -302,6 +303,7 @@ pub fn SampleView(id: i64, mode: Mode, on_decided: Callback<()>) -> impl IntoVie
             </Show>
         </div>
     }
+    .into_any()
 }
 
 #[component]
@@ -409,6 +411,7 @@ fn SampleBody(d: SampleDetail, raw: RwSignal<bool>) -> impl IntoView {
             </ol>
         </section>
     }
+    .into_any()
 }
 
 #[component]
@@ -422,6 +425,7 @@ fn TurnView(turn: Turn) -> impl IntoView {
             <pre class="text">{turn.content}</pre>
         </div>
     }
+    .into_any()
 }
 
 #[component]
@@ -442,4 +446,5 @@ fn EventItem(e: ReviewEventView) -> impl IntoView {
             {e.undone.then_some(" (undone)")}
         </li>
     }
+    .into_any()
 }
