@@ -14,5 +14,5 @@ say "starting vLLM on 127.0.0.1:$port"
 pid=$(bash "$tools/serve.sh" "$venv" "$model" "$port")
 trap 'kill -- -$pid 2>/dev/null || kill $pid 2>/dev/null' EXIT
 DATABASE_URL=$PG_SERVER_URL/postgres SQLX_OFFLINE=true \
-  cargo run --release --locked -p engine --features test-support --example real_vllm -- \
+  cargo run --locked -p engine --features test-support --example real_vllm -- \
   "http://127.0.0.1:$port" tiny "${1:-200}"

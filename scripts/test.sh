@@ -45,6 +45,7 @@ for _ in $(seq 1 60); do
   kill -0 $server_pid 2>/dev/null || { cat "$E2E_DIR/server.log"; die "the app exited during start-up"; }
   sleep 0.5
 done
+# The run, review and export specs seed their data straight into this database.
 export E2E_BASE_URL=http://127.0.0.1:3100 E2E_SIM_URL=http://127.0.0.1:3199 E2E_DATABASE_URL=$E2E_DB
 (cd end2end && npx playwright test) || { say "server log: $E2E_DIR/server.log"; tail -n 50 "$E2E_DIR/server.log"; exit 1; }
 say "all tests passed"

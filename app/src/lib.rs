@@ -8,6 +8,7 @@ pub mod components;
 pub mod endpoints;
 pub mod error;
 pub mod pages;
+pub mod review;
 pub mod runs;
 #[cfg(feature = "ssr")]
 pub mod ssr;
@@ -80,7 +81,15 @@ pub fn App() -> impl IntoView {
                     />
                     <Route
                         path=path!("review")
-                        view=|| view! { <Guard role=Role::Reviewer><Pending section="Review" issue=6/></Guard> }
+                        view=|| view! { <Guard role=Role::Reviewer><review::list::ReviewListPage/></Guard> }
+                    />
+                    <Route
+                        path=path!("review/queue")
+                        view=|| view! { <Guard role=Role::Reviewer><review::queue::QueuePage/></Guard> }
+                    />
+                    <Route
+                        path=path!("review/samples/:id")
+                        view=|| view! { <Guard role=Role::Reviewer><review::sample::SamplePage/></Guard> }
                     />
                     <Route
                         path=path!("exports")

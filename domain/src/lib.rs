@@ -7,6 +7,7 @@ pub mod access;
 pub mod dashboard;
 pub mod endpoint;
 pub mod generation;
+pub mod review;
 pub mod role;
 pub mod run_form;
 pub mod user;

@@ -1,7 +1,7 @@
 //! One run of the engine against a real vLLM server, beside a plain fixed-concurrency client on
 //! the same server and prompts. Not part of CI: `scripts/real-vllm-check.sh` starts the server.
 //!
-//!   cargo run --release -p engine --features test-support --example real_vllm -- URL MODEL [PROMPTS]
+//!   cargo run -p engine --features test-support --example real_vllm -- URL MODEL [PROMPTS]
 
 #[allow(dead_code)] // the benchmark reads fields this check does not
 #[path = "../benches/generation/baseline.rs"]

@@ -8,6 +8,7 @@ pub mod endpoints;
 pub mod error;
 pub mod generation;
 pub mod metrics;
+pub mod review;
 pub mod services;
 #[cfg(feature = "test-support")]
 pub mod testing;

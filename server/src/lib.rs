@@ -1,6 +1,9 @@
 //! The `draft-studio` binary's library half: configuration, the HTTP router and the commands,
 //! kept in a library so the handler tests can build the same router the binary serves.
 
+// Leptos view types of the larger pages are deep.
+#![recursion_limit = "512"]
+
 pub mod access;
 pub mod cli;
 pub mod commands;

@@ -144,3 +144,49 @@ async fn server_functions_check_the_role_themselves_too(pool: sqlx::PgPool) {
         .await;
     assert_eq!(result, Err(app::AppError::Forbidden));
 }
+
+#[sqlx::test(migrator = "engine::MIGRATOR")]
+async fn review_bulk_actions_need_an_engineer_inside_the_reviewer_namespace(pool: sqlx::PgPool) {
+    // `review/` admits reviewers; its bulk functions must refuse them on their own.
+    use domain::review::{Decision, SampleFilter};
+    use leptos::{prelude::*, reactive::computed::ScopedFuture};
+    let app = TestApp::new(pool.clone()).await;
+    let rita = app.add_user("rita", Role::Reviewer).await;
+    let eve = app.add_user("eve", Role::Engineer).await;
+    for (user, allowed) in [(rita, false), (eve, true)] {
+        let viewer = engine::auth::find_viewer(&pool, user).await.unwrap().unwrap();
+        let context = |viewer: domain::Viewer| {
+            let (mut parts, _) = axum::http::Request::new(()).into_parts();
+            parts.extensions.insert(viewer);
+            provide_context(parts);
+            provide_context(engine::Services::new(pool.clone()));
+        };
+        let owner = Owner::new();
+        let count = owner
+            .with(|| {
+                context(viewer.clone());
+                ScopedFuture::new(app::review::api::bulk_count(SampleFilter::default()))
+            })
+            .await;
+        let apply = owner
+            .with(|| {
+                context(viewer.clone());
+                ScopedFuture::new(app::review::api::bulk_apply(
+                    SampleFilter::default(),
+                    Decision::Reject,
+                    vec![],
+                    None,
+                    0,
+                ))
+            })
+            .await;
+        if allowed {
+            assert_eq!(count, Ok(0), "an engineer counts");
+            // Nothing matches, so the confirmed count of 0 applies to nothing.
+            assert_eq!(apply, Ok(0));
+        } else {
+            assert_eq!(count, Err(app::AppError::Forbidden));
+            assert_eq!(apply, Err(app::AppError::Forbidden));
+        }
+    }
+}

@@ -43,7 +43,7 @@ pub fn RunPage() -> impl IntoView {
 }
 
 #[component]
-fn LiveRun(snapshot: RunSnapshot, history: Vec<ChartPoint>) -> impl IntoView {
+fn LiveRun(snapshot: RunSnapshot, history: Vec<ChartPoint>) -> AnyView {
     let run_id = snapshot.id;
     let name = snapshot.name.clone();
     let snap = RwSignal::new(Some(snapshot));
@@ -191,6 +191,7 @@ fn LiveRun(snapshot: RunSnapshot, history: Vec<ChartPoint>) -> impl IntoView {
             <RetryPanel run_id counts/>
         </div>
     }
+    .into_any()
 }
 
 #[component]

@@ -142,6 +142,12 @@ pub async fn settle(
         }
         Next::RetryAfter(delay) => (SampleState::Pending, Some(delay.as_secs_f64())),
     };
+    // Review flags found from the result itself (none while the sample goes back to the queue).
+    let auto_flags: Vec<String> =
+        crate::review::auto_flags(state, output.reasoning.as_deref(), output.content.as_deref())
+            .into_iter()
+            .map(String::from)
+            .collect();
     let settled = sqlx::query_scalar!(
         r#"WITH updated AS (
                UPDATE samples SET
@@ -150,7 +156,8 @@ pub async fn settle(
                    finish_reason = $5, reasoning = $6, content = $7, messages = COALESCE($8, messages),
                    prompt_tokens = $9, completion_tokens = $10, reasoning_tokens = $11,
                    ttft_ms = $12, duration_ms = $13, endpoint_id = $14, error = $15,
-                   finished_at = CASE WHEN $3 = 'pending'::sample_state THEN NULL ELSE now() END
+                   finished_at = CASE WHEN $3 = 'pending'::sample_state THEN NULL ELSE now() END,
+                   auto_flags = $22
                WHERE id = $1 AND state = 'running' AND lease_owner = $2
                RETURNING id)
            INSERT INTO sample_attempts (
@@ -182,6 +189,7 @@ pub async fn settle(
         record.error_kind,
         record.partial_reasoning,
         record.partial_content,
+        &auto_flags,
     )
     .fetch_optional(pool)
     .await?;

@@ -1,0 +1,479 @@
+//! Review: decisions on samples, the filter of the sample list (which round-trips through a URL
+//! query string), and what the list, the sample page and the queue show.
+
+use crate::generation::SampleState;
+use serde::{Deserialize, Serialize};
+use std::{collections::BTreeMap, fmt};
+use time::OffsetDateTime;
+
+/// A sample's review decision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "sqlx", derive(sqlx::Type))]
+#[cfg_attr(feature = "sqlx", sqlx(type_name = "review_state", rename_all = "snake_case"))]
+pub enum ReviewState {
+    Unreviewed,
+    Approved,
+    Rejected,
+    Flagged,
+}
+
+impl ReviewState {
+    pub const ALL: [ReviewState; 4] =
+        [ReviewState::Unreviewed, ReviewState::Approved, ReviewState::Rejected, ReviewState::Flagged];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReviewState::Unreviewed => "unreviewed",
+            ReviewState::Approved => "approved",
+            ReviewState::Rejected => "rejected",
+            ReviewState::Flagged => "flagged",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|state| state.as_str() == s)
+    }
+}
+
+impl fmt::Display for ReviewState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a reviewer decides about one sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Approve,
+    Reject,
+    /// Needs at least one reason.
+    Flag,
+}
+
+impl Decision {
+    pub fn state(self) -> ReviewState {
+        match self {
+            Decision::Approve => ReviewState::Approved,
+            Decision::Reject => ReviewState::Rejected,
+            Decision::Flag => ReviewState::Flagged,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Approve => "approve",
+            Decision::Reject => "reject",
+            Decision::Flag => "flag",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [Decision::Approve, Decision::Reject, Decision::Flag].into_iter().find(|d| d.as_str() == s)
+    }
+}
+
+/// Kinds of audit-log entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "sqlx", derive(sqlx::Type))]
+#[cfg_attr(feature = "sqlx", sqlx(type_name = "review_event_kind", rename_all = "snake_case"))]
+pub enum ReviewEventKind {
+    Decision,
+    Bulk,
+    Undo,
+    Regenerate,
+}
+
+impl ReviewEventKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReviewEventKind::Decision => "decision",
+            ReviewEventKind::Bulk => "bulk",
+            ReviewEventKind::Undo => "undo",
+            ReviewEventKind::Regenerate => "regenerate",
+        }
+    }
+}
+
+/// A reason a sample can be flagged with (the list lives in the `flag_reasons` table).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlagReason {
+    pub code: String,
+    pub label: String,
+    /// Offered to reviewers.
+    pub selectable: bool,
+    /// Set by the engine when a result arrives.
+    pub automatic: bool,
+}
+
+/// How the sample list is ordered. Every order is paged by key (value, id).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SortKey {
+    #[default]
+    Oldest,
+    Newest,
+    LongestCompletion,
+    ShortestCompletion,
+    Slowest,
+}
+
+impl SortKey {
+    pub const ALL: [SortKey; 5] = [
+        SortKey::Oldest,
+        SortKey::Newest,
+        SortKey::LongestCompletion,
+        SortKey::ShortestCompletion,
+        SortKey::Slowest,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SortKey::Oldest => "oldest",
+            SortKey::Newest => "newest",
+            SortKey::LongestCompletion => "longest",
+            SortKey::ShortestCompletion => "shortest",
+            SortKey::Slowest => "slowest",
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            SortKey::Oldest => "oldest first",
+            SortKey::Newest => "newest first",
+            SortKey::LongestCompletion => "longest completion",
+            SortKey::ShortestCompletion => "shortest completion",
+            SortKey::Slowest => "slowest",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+/// An inclusive token-count range; either end may be open.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenRange {
+    pub min: Option<i32>,
+    pub max: Option<i32>,
+}
+
+impl TokenRange {
+    pub fn is_open(&self) -> bool {
+        self.min.is_none() && self.max.is_none()
+    }
+}
+
+/// The sample list's filter. It lives in the page URL (`to_query`/`from_query`), so a filtered
+/// view can be shared as a link and the back button returns to the previous filter.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SampleFilter {
+    pub run: Option<i64>,
+    pub outcome: Option<SampleState>,
+    pub finish_reason: Option<String>,
+    pub flag: Option<String>,
+    pub review: Option<ReviewState>,
+    pub reviewer: Option<i64>,
+    pub category: Option<String>,
+    pub prompt_tokens: TokenRange,
+    pub reasoning_tokens: TokenRange,
+    pub completion_tokens: TokenRange,
+    /// Full-text search over the conversation, the reasoning and the answer.
+    pub q: Option<String>,
+    pub sort: SortKey,
+}
+
+fn parse_num<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, String> {
+    value.trim().parse().map_err(|_| format!("{key} must be a whole number, not \"{value}\""))
+}
+
+impl SampleFilter {
+    /// The filter as URL query pairs, leaving out what is unset.
+    pub fn to_query(&self) -> Vec<(&'static str, String)> {
+        let mut q = Vec::new();
+        if let Some(v) = self.run {
+            q.push(("run", v.to_string()));
+        }
+        if let Some(v) = self.outcome {
+            q.push(("outcome", v.as_str().to_string()));
+        }
+        if let Some(v) = &self.finish_reason {
+            q.push(("finish_reason", v.clone()));
+        }
+        if let Some(v) = &self.flag {
+            q.push(("flag", v.clone()));
+        }
+        if let Some(v) = self.review {
+            q.push(("review", v.as_str().to_string()));
+        }
+        if let Some(v) = self.reviewer {
+            q.push(("reviewer", v.to_string()));
+        }
+        if let Some(v) = &self.category {
+            q.push(("category", v.clone()));
+        }
+        for (prefix, range) in [
+            ("prompt", &self.prompt_tokens),
+            ("reasoning", &self.reasoning_tokens),
+            ("completion", &self.completion_tokens),
+        ] {
+            if let Some(v) = range.min {
+                q.push((range_key(prefix, "min"), v.to_string()));
+            }
+            if let Some(v) = range.max {
+                q.push((range_key(prefix, "max"), v.to_string()));
+            }
+        }
+        if let Some(v) = &self.q {
+            q.push(("q", v.clone()));
+        }
+        if self.sort != SortKey::default() {
+            q.push(("sort", self.sort.as_str().to_string()));
+        }
+        q
+    }
+
+    /// Reads a filter from URL query pairs. Empty values count as unset; anything else that
+    /// cannot be read is an error naming the parameter.
+    pub fn from_query(pairs: &BTreeMap<String, String>) -> Result<Self, String> {
+        let get = |k: &str| pairs.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
+        let mut f = SampleFilter::default();
+        if let Some(v) = get("run") {
+            f.run = Some(parse_num("run", v)?);
+        }
+        if let Some(v) = get("outcome") {
+            f.outcome = Some(SampleState::parse(v).ok_or_else(|| format!("unknown outcome \"{v}\""))?);
+        }
+        f.finish_reason = get("finish_reason").map(str::to_string);
+        f.flag = get("flag").map(str::to_string);
+        if let Some(v) = get("review") {
+            f.review = Some(ReviewState::parse(v).ok_or_else(|| format!("unknown review state \"{v}\""))?);
+        }
+        if let Some(v) = get("reviewer") {
+            f.reviewer = Some(parse_num("reviewer", v)?);
+        }
+        f.category = get("category").map(str::to_string);
+        for (prefix, range) in [
+            ("prompt", &mut f.prompt_tokens),
+            ("reasoning", &mut f.reasoning_tokens),
+            ("completion", &mut f.completion_tokens),
+        ] {
+            if let Some(v) = get(range_key(prefix, "min")) {
+                range.min = Some(parse_num(range_key(prefix, "min"), v)?);
+            }
+            if let Some(v) = get(range_key(prefix, "max")) {
+                range.max = Some(parse_num(range_key(prefix, "max"), v)?);
+            }
+        }
+        f.q = get("q").map(str::to_string);
+        if let Some(v) = get("sort") {
+            f.sort = SortKey::parse(v).ok_or_else(|| format!("unknown sort \"{v}\""))?;
+        }
+        Ok(f)
+    }
+}
+
+fn range_key(prefix: &str, end: &str) -> &'static str {
+    match (prefix, end) {
+        ("prompt", "min") => "prompt_min",
+        ("prompt", _) => "prompt_max",
+        ("reasoning", "min") => "reasoning_min",
+        ("reasoning", _) => "reasoning_max",
+        ("completion", "min") => "completion_min",
+        _ => "completion_max",
+    }
+}
+
+/// One row of the sample list.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SampleRow {
+    pub id: i64,
+    pub run_id: i64,
+    pub run_name: String,
+    pub state: SampleState,
+    pub finish_reason: Option<String>,
+    pub review_state: ReviewState,
+    pub flags: Vec<String>,
+    pub auto_flags: Vec<String>,
+    pub prompt_tokens: Option<i32>,
+    pub reasoning_tokens: Option<i32>,
+    pub completion_tokens: Option<i32>,
+    pub duration_ms: Option<i32>,
+    pub reviewer: Option<String>,
+    /// The start of the last user turn.
+    pub preview: String,
+}
+
+/// One page of the list and the key to fetch the next one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SamplePage {
+    pub rows: Vec<SampleRow>,
+    /// Pass back as `after` for the next page; `None` on the last page.
+    pub next: Option<String>,
+}
+
+/// How many samples of the filtered set have each value of one filter dimension.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FacetValue {
+    /// The value as it goes in the URL.
+    pub value: String,
+    pub label: String,
+    pub count: i64,
+}
+
+/// Counts per filter value. Each dimension is counted with every other filter applied but
+/// its own, so a reviewer sees what choosing another value would give.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Facets {
+    pub total: i64,
+    pub run: Vec<FacetValue>,
+    pub outcome: Vec<FacetValue>,
+    pub finish_reason: Vec<FacetValue>,
+    pub flag: Vec<FacetValue>,
+    pub review: Vec<FacetValue>,
+    pub reviewer: Vec<FacetValue>,
+    pub category: Vec<FacetValue>,
+}
+
+/// One turn of the conversation as sent (and regenerated).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Turn {
+    pub role: String,
+    pub content: String,
+    pub reasoning: Option<String>,
+}
+
+/// One try of a sample, as the sample page lists it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AttemptView {
+    pub result: String,
+    pub counted: bool,
+    pub endpoint: Option<String>,
+    pub started_at: OffsetDateTime,
+    pub finished_at: OffsetDateTime,
+    pub http_status: Option<i32>,
+    pub error_kind: Option<String>,
+    pub error: Option<String>,
+    pub finish_reason: Option<String>,
+    pub completion_tokens: Option<i32>,
+    pub duration_ms: Option<i32>,
+}
+
+/// One audit-log entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReviewEventView {
+    pub id: i64,
+    pub kind: ReviewEventKind,
+    pub actor: Option<String>,
+    pub at: OffsetDateTime,
+    pub from_state: ReviewState,
+    pub to_state: ReviewState,
+    pub from_flags: Vec<String>,
+    pub to_flags: Vec<String>,
+    pub note: Option<String>,
+    pub undone: bool,
+}
+
+/// The answer, rendered on the server.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RenderedText {
+    /// Markdown rendered to HTML and sanitized.
+    Html(String),
+    /// Too long to render as markdown; shown as plain text.
+    Plain(String),
+}
+
+/// Everything the sample page shows.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SampleDetail {
+    pub id: i64,
+    pub run_id: i64,
+    pub run_name: String,
+    pub run_settings: serde_json::Value,
+    pub category: Option<String>,
+    pub row_key: String,
+    pub state: SampleState,
+    pub thinking: Option<bool>,
+    pub finish_reason: Option<String>,
+    /// The conversation before the generated turn.
+    pub turns: Vec<Turn>,
+    pub reasoning: Option<String>,
+    pub answer: Option<String>,
+    pub answer_rendered: Option<RenderedText>,
+    pub prompt_tokens: Option<i32>,
+    pub completion_tokens: Option<i32>,
+    pub reasoning_tokens: Option<i32>,
+    pub ttft_ms: Option<i32>,
+    pub duration_ms: Option<i32>,
+    pub endpoint: Option<String>,
+    pub error: Option<String>,
+    pub attempts: Vec<AttemptView>,
+    pub review_state: ReviewState,
+    pub review_version: i32,
+    pub flags: Vec<String>,
+    pub auto_flags: Vec<String>,
+    pub note: Option<String>,
+    pub reviewer: Option<String>,
+    pub reviewed_at: Option<OffsetDateTime>,
+    /// Who holds the sample in queue mode, when it is not the viewer.
+    pub leased_by_other: Option<String>,
+    pub events: Vec<ReviewEventView>,
+    /// Whether the last decision can be undone now.
+    pub can_undo: bool,
+}
+
+/// A reviewer's progress in queue mode.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueProgress {
+    /// Decisions this reviewer made today (UTC).
+    pub mine_today: i64,
+    /// Samples whose current decision is this reviewer's.
+    pub mine_total: i64,
+    /// Finished samples nobody has decided yet.
+    pub remaining: i64,
+    /// Of those, held by other reviewers right now.
+    pub held_by_others: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_filter_round_trips_through_the_query_string() {
+        let f = SampleFilter {
+            run: Some(4),
+            outcome: Some(SampleState::Truncated),
+            finish_reason: Some("length".into()),
+            flag: Some("repetition".into()),
+            review: Some(ReviewState::Flagged),
+            reviewer: Some(2),
+            category: Some("math".into()),
+            prompt_tokens: TokenRange { min: Some(10), max: None },
+            reasoning_tokens: TokenRange { min: None, max: Some(4000) },
+            completion_tokens: TokenRange { min: Some(1), max: Some(9) },
+            q: Some("prime numbers".into()),
+            sort: SortKey::Slowest,
+        };
+        let pairs: BTreeMap<String, String> =
+            f.to_query().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        assert_eq!(SampleFilter::from_query(&pairs).unwrap(), f);
+        assert!(SampleFilter::default().to_query().is_empty());
+    }
+
+    #[test]
+    fn bad_query_values_name_the_parameter() {
+        let pairs: BTreeMap<String, String> = [("prompt_min".to_string(), "ten".to_string())].into();
+        assert_eq!(
+            SampleFilter::from_query(&pairs).unwrap_err(),
+            "prompt_min must be a whole number, not \"ten\""
+        );
+        let pairs: BTreeMap<String, String> = [("outcome".to_string(), "great".to_string())].into();
+        assert!(SampleFilter::from_query(&pairs).unwrap_err().contains("outcome"));
+        let pairs: BTreeMap<String, String> = [("run".to_string(), " ".to_string())].into();
+        assert_eq!(SampleFilter::from_query(&pairs).unwrap(), SampleFilter::default());
+    }
+}

@@ -1,0 +1,254 @@
+import { Browser, expect, Page, test } from "@playwright/test";
+import { execFileSync } from "node:child_process";
+import { admin, hydrated, login, unique } from "./helpers";
+
+// Samples are written straight into the e2e server's database: generating them would need a
+// vLLM server, and what is under test here is reviewing. scripts/test.sh exports the URL.
+const databaseUrl = process.env.E2E_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/draft_studio_e2e";
+
+function sql(statement: string): string {
+  return execFileSync("psql", [databaseUrl, "-v", "ON_ERROR_STOP=1", "-qtA", "-c", statement], {
+    encoding: "utf8",
+  }).trim();
+}
+
+/** Dollar-quotes a string for SQL (the tag cannot occur in our texts). */
+const q = (s: string) => `$q$${s}$q$`;
+
+interface SampleSpec {
+  prompt: string;
+  reasoning: string;
+  answer: string;
+}
+
+/** A completed run with one finished sample per spec; returns the run id and sample ids. */
+function seedRun(specs: SampleSpec[]): { run: number; ids: number[] } {
+  const name = unique("e2e-review-");
+  const settings = JSON.stringify({
+    model: "sim-model",
+    endpoint_ids: [],
+    max_tokens: 256,
+    temperature: null,
+    top_p: null,
+    seed: null,
+    system_prompt: null,
+    thinking: { mode: "server_default" },
+    turns: "last_assistant",
+    concurrency: { mode: "adaptive", min: 4, max: 512 },
+    idle_timeout_secs: 120,
+    deadline_secs: null,
+    max_attempts: 5,
+    stream_interval: 16,
+  });
+  const run = Number(
+    sql(`WITH ds AS (
+           INSERT INTO datasets (name, status, source, format, mapping, rows_imported)
+           VALUES (${q(name)}, 'ready', '{"kind":"test"}', 'jsonl', '{"schema":"openai"}', ${specs.length}) RETURNING id)
+         INSERT INTO runs (name, dataset_id, status, settings, selection, sample_count, finished_at)
+         SELECT ${q(name)}, id, 'completed', ${q(settings)}, '{"mode":"all"}', ${specs.length}, now() FROM ds
+         RETURNING id`),
+  );
+  const ids = specs.map((s, i) =>
+    Number(
+      sql(`WITH r AS (
+             INSERT INTO dataset_rows (dataset_id, row_key, messages, content_hash, category, turn_count, prompt_chars)
+             SELECT dataset_id, 'row-${i}', jsonb_build_array(jsonb_build_object('role', 'user', 'content', ${q(s.prompt)}::text)),
+                    decode(md5(${q(name)} || '${i}'), 'hex'), 'e2e', 1, length(${q(s.prompt)})
+             FROM runs WHERE id = ${run} RETURNING id, messages)
+           INSERT INTO samples (run_id, row_id, state, finish_reason, reasoning, content, messages, prompt_tokens,
+                                completion_tokens, reasoning_tokens, ttft_ms, duration_ms, finished_at, attempts)
+           SELECT ${run}, r.id, 'ok', 'stop', ${q(s.reasoning)}, ${q(s.answer)},
+                  r.messages || jsonb_build_array(jsonb_build_object('role', 'assistant', 'content', ${q(s.answer)}::text,
+                                                                    'reasoning_content', ${q(s.reasoning)}::text)),
+                  12, 40, 25, 80, 900, now(), 1
+           FROM r RETURNING id`),
+    ),
+  );
+  return { run, ids };
+}
+
+function plain(n: number): SampleSpec[] {
+  return Array.from({ length: n }, (_, i) => ({
+    prompt: `What is ${i} + ${i}?`,
+    reasoning: `Adding ${i} to itself gives ${2 * i}.`,
+    answer: `The answer is **${2 * i}**.`,
+  }));
+}
+
+async function reviewState(page: Page) {
+  return page.getByTestId("review-state");
+}
+
+async function newReviewer(browser: Browser): Promise<Page> {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  return page;
+}
+
+/** An admin adds a reviewer through the users API, from a signed-in admin page. */
+async function addReviewer(adminPage: Page): Promise<{ username: string; password: string }> {
+  const username = unique("rev");
+  const password = "reviewer-password-1";
+  const response = await adminPage.request.post("/api/users/create", {
+    form: { username, password, role: "reviewer" },
+  });
+  expect(response.ok()).toBeTruthy();
+  return { username, password };
+}
+
+test("a reviewer judges samples by keyboard alone", async ({ page }) => {
+  const { run, ids } = seedRun(plain(3));
+  await login(page, admin.username, admin.password, `/review?run=${run}`);
+  await expect(page.getByTestId("samples-table").locator("tbody tr")).toHaveCount(3);
+  await expect(page.getByTestId("total")).toContainText("3");
+
+  // Enter opens the selected (first) sample.
+  await page.keyboard.press("Enter");
+  await expect(page).toHaveURL(new RegExp(`/review/samples/${ids[0]}\\?run=${run}$`));
+  await expect(await reviewState(page)).toHaveText("unreviewed");
+
+  // a approves; the audit log records it.
+  await page.keyboard.press("a");
+  await expect(await reviewState(page)).toHaveText("approved");
+  await expect(page.getByTestId("audit-log")).toContainText("unreviewed → approved");
+
+  // j goes to the next sample of the list; f, 1, Enter flags it with the first reason.
+  await page.keyboard.press("j");
+  await expect(page).toHaveURL(new RegExp(`/review/samples/${ids[1]}\\?`));
+  await expect(await reviewState(page)).toHaveText("unreviewed");
+  await page.keyboard.press("f");
+  await expect(page.getByTestId("flag-reasons")).toBeVisible();
+  await page.keyboard.press("1");
+  await page.keyboard.press("Enter");
+  await expect(await reviewState(page)).toHaveText("flagged");
+  await expect(page.getByTestId("audit-log")).toContainText("[truncated]");
+
+  // n writes a note; shortcuts are off while typing ("a" and "r" are just letters there).
+  await page.keyboard.press("n");
+  await expect(page.getByTestId("note")).toBeFocused();
+  await page.keyboard.type("far too short, really");
+  await expect(await reviewState(page)).toHaveText("flagged");
+  await page.keyboard.press("Escape");
+  await expect(page.getByTestId("note")).not.toBeFocused();
+  // r rejects, with the note.
+  await page.keyboard.press("r");
+  await expect(await reviewState(page)).toHaveText("rejected");
+  await expect(page.getByTestId("audit-log")).toContainText("far too short, really");
+
+  // u undoes the last decision: back to flagged.
+  await page.keyboard.press("u");
+  await expect(await reviewState(page)).toHaveText("flagged");
+  await expect(page.getByTestId("audit-log").locator("li.undone")).toHaveCount(1);
+
+  // k goes back; ? shows the help, Escape hides it.
+  await page.keyboard.press("k");
+  await expect(page).toHaveURL(new RegExp(`/review/samples/${ids[0]}\\?`));
+  await expect(await reviewState(page)).toHaveText("approved");
+  await page.keyboard.press("?");
+  await expect(page.getByTestId("help")).toBeVisible();
+  await page.keyboard.press("Escape");
+  await expect(page.getByTestId("help")).toBeHidden();
+
+  // The list shows the decisions, and the filter in the URL counts them.
+  await page.goto(`/review?run=${run}&review=approved`);
+  await hydrated(page);
+  await expect(page.getByTestId("samples-table").locator("tbody tr")).toHaveCount(1);
+  await expect(page.locator(`.facet[data-facet="review"] li.active`)).toContainText("approved");
+  await page.goBack();
+  await expect(page).toHaveURL(new RegExp(`/review/samples/${ids[0]}`));
+});
+
+test("two reviewers in two browsers never receive the same sample in queue mode", async ({ browser, page }) => {
+  const { run, ids } = seedRun(plain(6));
+  await login(page, admin.username, admin.password, "/");
+  const people = [await addReviewer(page), await addReviewer(page)];
+  const pages = [await newReviewer(browser), await newReviewer(browser)];
+  await Promise.all(pages.map((p, i) => login(p, people[i].username, people[i].password, `/review/queue?run=${run}`)));
+
+  const seen: number[][] = [[], []];
+  const current = async (p: Page) => Number(await p.getByTestId("sample-view").getAttribute("data-sample-id"));
+  for (let round = 0; round < 10; round++) {
+    const open = await Promise.all(
+      pages.map(async (p) => ((await p.getByTestId("queue-empty").count()) > 0 ? null : await current(p))),
+    );
+    if (open.every((id) => id === null)) break;
+    // At any moment the two open samples differ.
+    if (open[0] !== null && open[1] !== null) expect(open[0]).not.toBe(open[1]);
+    await Promise.all(
+      pages.map(async (p, i) => {
+        const id = open[i];
+        if (id === null) return;
+        seen[i].push(id);
+        await expect(p.getByTestId("review-state")).toHaveText("unreviewed");
+        await p.keyboard.press("a");
+        // The next sample (or the empty queue) replaces this one.
+        await expect(async () => {
+          const empty = (await p.getByTestId("queue-empty").count()) > 0;
+          expect(empty || (await current(p)) !== id).toBeTruthy();
+        }).toPass();
+      }),
+    );
+  }
+  const all = [...seen[0], ...seen[1]];
+  expect(new Set(all).size).toBe(all.length);
+  expect(all.sort((a, b) => a - b)).toEqual([...ids].sort((a, b) => a - b));
+  expect(seen[0].length).toBeGreaterThan(0);
+  expect(seen[1].length).toBeGreaterThan(0);
+  for (const p of pages) {
+    await expect(p.getByTestId("queue-empty")).toBeVisible();
+    await p.context().close();
+  }
+});
+
+test("script payloads in model output are inert", async ({ page }) => {
+  const payload = [
+    "Here is some **markdown** and then trouble:",
+    "<script>window.__pwned = 1</script>",
+    '<img src=x onerror="window.__pwned = 2">',
+    "[click me](javascript:window.__pwned=3)",
+    '<a href="javascript:window.__pwned=4">or me</a>',
+    '<iframe src="javascript:window.__pwned=5"></iframe>',
+    '<svg onload="window.__pwned=6"></svg>',
+    '<div onmouseover="window.__pwned=7">hover</div>',
+  ].join("\n\n");
+  const { run, ids } = seedRun([
+    {
+      prompt: '<img src=x onerror="window.__pwned = 8"> please <script>window.__pwned=9</script>',
+      reasoning: "<script>window.__pwned = 10</script> thinking",
+      answer: payload,
+    },
+  ]);
+  const dialogs: string[] = [];
+  page.on("dialog", (d) => {
+    dialogs.push(d.message());
+    d.dismiss();
+  });
+  await login(page, admin.username, admin.password, `/review?run=${run}`);
+  // The list shows the prompt as text.
+  await expect(page.getByTestId("samples-table")).toContainText("please <script>");
+  await page.goto(`/review/samples/${ids[0]}`);
+  await hydrated(page);
+  const answer = page.getByTestId("answer");
+  await expect(answer).toContainText("trouble");
+  await expect(answer.locator("strong")).toHaveText("markdown");
+  for (const selector of ["script", "img", "iframe", "svg", "[onerror]", "[onload]", "[onmouseover]", 'a[href^="javascript"]']) {
+    await expect(answer.locator(selector), selector).toHaveCount(0);
+  }
+  // Nowhere on the page either (the reasoning and the prompt are text).
+  for (const selector of ["iframe", "[onerror]", "[onload]", "[onmouseover]", 'a[href^="javascript"]', "img"]) {
+    await expect(page.locator(selector), selector).toHaveCount(0);
+  }
+  expect(await page.locator("script").evaluateAll((els) => els.filter((e) => e.textContent?.includes("__pwned")).length)).toBe(0);
+  // Clicking what is left of the links does nothing.
+  await answer.getByText("click me").click();
+  await answer.getByText("or me").click();
+  await answer.getByText("hover").hover();
+  await page.getByTestId("reasoning").locator("summary").click();
+  await expect(page.getByTestId("reasoning")).toContainText("<script>window.__pwned = 10</script>");
+  // The raw view shows the payload as the model wrote it, as text.
+  await page.keyboard.press("v");
+  await expect(page.getByTestId("answer-raw")).toContainText("<script>window.__pwned = 1</script>");
+  await expect(page.getByTestId("answer-raw").locator("script, img, iframe")).toHaveCount(0);
+  expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+  expect(dialogs).toEqual([]);
+});

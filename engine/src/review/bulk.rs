@@ -1,0 +1,108 @@
+//! One decision for every finished sample of a filter ("reject every truncated sample"). The
+//! caller first asks for the count and shows it; the apply names that count and is refused
+//! when the filtered set changed in between, so a confirmation always covers what it says.
+
+use super::{decisions::MAX_NOTE_CHARS, filter, reasons};
+use crate::{Error, Result};
+use domain::review::{Decision, ReviewState, SampleFilter};
+use domain::{Role, Viewer};
+use sqlx::{PgPool, Postgres, QueryBuilder};
+
+/// The most samples one bulk action may touch.
+pub const MAX_BULK: i64 = 200_000;
+
+fn push_target(qb: &mut QueryBuilder<'_, Postgres>, f: &SampleFilter) {
+    qb.push(" FROM samples s");
+    if filter::needs_rows(f, None) {
+        qb.push(" JOIN dataset_rows d ON d.id = s.row_id");
+    }
+    qb.push(" WHERE s.state NOT IN ('pending', 'running')");
+    filter::push_conditions(qb, f, None);
+}
+
+/// How many samples a bulk action on this filter would touch (finished ones only).
+pub async fn count(pool: &PgPool, f: &SampleFilter) -> Result<i64> {
+    if let Some(problem) = filter::problems(f) {
+        return Err(Error::Invalid(problem));
+    }
+    let mut qb: QueryBuilder<Postgres> = QueryBuilder::new("SELECT count(*)");
+    push_target(&mut qb, f);
+    Ok(qb.build_query_scalar().fetch_one(pool).await?)
+}
+
+#[derive(Clone, Debug)]
+pub struct BulkInput {
+    pub filter: SampleFilter,
+    pub decision: Decision,
+    pub flags: Vec<String>,
+    pub note: Option<String>,
+    /// The count the user confirmed.
+    pub expected: i64,
+}
+
+/// Applies the decision to every finished sample of the filter and logs one event per sample.
+/// Engineers and admins only. Returns how many samples changed.
+pub async fn apply(pool: &PgPool, by: &Viewer, input: BulkInput) -> Result<i64> {
+    if !by.role.allows(Role::Engineer) {
+        return Err(Error::invalid("bulk actions are for engineers and admins"));
+    }
+    if let Some(problem) = filter::problems(&input.filter) {
+        return Err(Error::Invalid(problem));
+    }
+    let flags = reasons::validate(pool, &input.flags).await?;
+    if input.decision == Decision::Flag && flags.is_empty() {
+        return Err(Error::invalid("choose at least one reason to flag these samples"));
+    }
+    let note = input.note.map(|n| n.trim().to_string()).filter(|n| !n.is_empty());
+    if note.as_ref().is_some_and(|n| n.chars().count() > MAX_NOTE_CHARS) {
+        return Err(Error::invalid(format!(
+            "the note is too long: keep it under {MAX_NOTE_CHARS} characters"
+        )));
+    }
+    if input.expected > MAX_BULK {
+        return Err(Error::invalid(format!(
+            "a bulk action can touch at most {MAX_BULK} samples; narrow the filter"
+        )));
+    }
+    let to_state = input.decision.state();
+    let mut tx = pool.begin().await?;
+    let mut qb: QueryBuilder<Postgres> = QueryBuilder::new("SELECT s.id");
+    push_target(&mut qb, &input.filter);
+    qb.push(" ORDER BY s.id FOR UPDATE OF s");
+    let ids: Vec<i64> = qb.build_query_scalar().fetch_all(&mut *tx).await?;
+    if ids.len() as i64 != input.expected {
+        return Err(Error::conflict(format!(
+            "the filter now matches {} finished samples, not the {} you confirmed; nothing was changed. Check the list and confirm again.",
+            ids.len(),
+            input.expected
+        )));
+    }
+    let changed = sqlx::query_scalar!(
+        r#"WITH before AS (
+               SELECT id, review_state, flags, review_note, reviewed_by, reviewed_at FROM samples WHERE id = ANY($1)),
+           updated AS (
+               UPDATE samples s SET review_state = $2, flags = $3, review_note = $4, reviewed_by = $5,
+                      reviewed_at = now(), review_version = s.review_version + 1,
+                      review_lease_owner = NULL, review_lease_expires = NULL
+               FROM before b WHERE s.id = b.id
+               RETURNING s.id, s.review_version),
+           logged AS (
+               INSERT INTO review_events (sample_id, kind, actor, from_state, to_state, from_flags, to_flags,
+                                          from_note, to_note, from_reviewed_by, from_reviewed_at, version)
+               SELECT b.id, 'bulk', $5, b.review_state, $2, b.flags, $3, b.review_note, $4, b.reviewed_by,
+                      b.reviewed_at, u.review_version
+               FROM before b JOIN updated u ON u.id = b.id
+               RETURNING 1)
+           SELECT count(*) AS "n!" FROM logged"#,
+        &ids,
+        to_state as ReviewState,
+        &flags,
+        note,
+        by.id
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    tracing::info!(by = %by.username, decision = input.decision.as_str(), changed, "bulk review action");
+    Ok(changed)
+}

@@ -1,0 +1,211 @@
+//! The sample list: filtered, sorted, paged by key (never by offset), with counts per filter
+//! value.
+
+use super::{
+    filter::{self, Dim},
+    reasons,
+};
+use crate::{Error, Result};
+use domain::{
+    generation::SampleState,
+    review::{FacetValue, Facets, ReviewState, SampleFilter, SamplePage, SampleRow, SortKey},
+};
+use sqlx::{PgPool, Postgres, QueryBuilder};
+
+pub const DEFAULT_PAGE: i64 = 50;
+pub const MAX_PAGE: i64 = 200;
+
+#[derive(sqlx::FromRow)]
+struct Row {
+    id: i64,
+    run_id: i64,
+    run_name: String,
+    state: SampleState,
+    finish_reason: Option<String>,
+    review_state: ReviewState,
+    flags: Vec<String>,
+    auto_flags: Vec<String>,
+    prompt_tokens: Option<i32>,
+    reasoning_tokens: Option<i32>,
+    completion_tokens: Option<i32>,
+    duration_ms: Option<i32>,
+    reviewer: Option<String>,
+    preview: Option<String>,
+    sort_value: i64,
+}
+
+/// Where a page starts: after this sort value and id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Cursor {
+    value: i64,
+    id: i64,
+}
+
+fn parse_cursor(after: &str) -> Result<Cursor> {
+    let bad = || Error::invalid("the page link is damaged: go back to the first page");
+    let (value, id) = after.split_once('.').ok_or_else(bad)?;
+    Ok(Cursor { value: value.parse().map_err(|_| bad())?, id: id.parse().map_err(|_| bad())? })
+}
+
+/// The ordering expression and direction of a sort key.
+fn order(sort: SortKey) -> (&'static str, &'static str) {
+    match sort {
+        SortKey::Oldest => ("s.id", "ASC"),
+        SortKey::Newest => ("s.id", "DESC"),
+        SortKey::LongestCompletion => ("COALESCE(s.completion_tokens, -1)", "DESC"),
+        SortKey::ShortestCompletion => ("COALESCE(s.completion_tokens, -1)", "ASC"),
+        SortKey::Slowest => ("COALESCE(s.duration_ms, -1)", "DESC"),
+    }
+}
+
+/// One page of samples matching `filter`, starting after `after` (from the previous page).
+pub async fn page(
+    pool: &PgPool,
+    filter: &SampleFilter,
+    after: Option<&str>,
+    limit: Option<i64>,
+) -> Result<SamplePage> {
+    if let Some(problem) = filter::problems(filter) {
+        return Err(Error::Invalid(problem));
+    }
+    let limit = limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
+    let cursor = after.filter(|a| !a.is_empty()).map(parse_cursor).transpose()?;
+    let (expr, dir) = order(filter.sort);
+    let mut qb: QueryBuilder<Postgres> = QueryBuilder::new(format!(
+        r#"SELECT s.id, s.run_id, r.name AS run_name, s.state, s.finish_reason, s.review_state, s.flags, s.auto_flags,
+                  s.prompt_tokens, s.reasoning_tokens, s.completion_tokens, s.duration_ms, u.username AS reviewer,
+                  left(jsonb_path_query_first(d.messages, '$[*] ? (@.role == "user").content') #>> '{{}}', 200) AS preview,
+                  ({expr})::bigint AS sort_value
+           FROM samples s
+           JOIN runs r ON r.id = s.run_id
+           JOIN dataset_rows d ON d.id = s.row_id
+           LEFT JOIN users u ON u.id = s.reviewed_by
+           WHERE true"#
+    ));
+    filter::push_conditions(&mut qb, filter, None);
+    if let Some(c) = cursor {
+        let cmp = if dir == "ASC" { ">" } else { "<" };
+        if expr == "s.id" {
+            qb.push(format!(" AND s.id {cmp} ")).push_bind(c.id);
+        } else {
+            qb.push(format!(" AND ({expr}, s.id) {cmp} ("))
+                .push_bind(c.value)
+                .push(", ")
+                .push_bind(c.id)
+                .push(")");
+        }
+    }
+    qb.push(format!(" ORDER BY {expr} {dir}, s.id {dir} LIMIT ")).push_bind(limit + 1);
+    let mut rows: Vec<Row> = qb.build_query_as().fetch_all(pool).await?;
+    let next = if rows.len() as i64 > limit {
+        rows.truncate(limit as usize);
+        rows.last().map(|r| format!("{}.{}", r.sort_value, r.id))
+    } else {
+        None
+    };
+    Ok(SamplePage {
+        rows: rows
+            .into_iter()
+            .map(|r| SampleRow {
+                id: r.id,
+                run_id: r.run_id,
+                run_name: r.run_name,
+                state: r.state,
+                finish_reason: r.finish_reason,
+                review_state: r.review_state,
+                flags: r.flags,
+                auto_flags: r.auto_flags,
+                prompt_tokens: r.prompt_tokens,
+                reasoning_tokens: r.reasoning_tokens,
+                completion_tokens: r.completion_tokens,
+                duration_ms: r.duration_ms,
+                reviewer: r.reviewer,
+                preview: r.preview.unwrap_or_default(),
+            })
+            .collect(),
+        next,
+    })
+}
+
+/// The sample before or after `id` in the filtered, sorted list (for j/k on the sample page).
+pub async fn neighbour(pool: &PgPool, filter: &SampleFilter, id: i64, forward: bool) -> Result<Option<i64>> {
+    let (expr, dir) = order(filter.sort);
+    let ascending = (dir == "ASC") == forward;
+    let (cmp, dir) = if ascending { (">", "ASC") } else { ("<", "DESC") };
+    let mut qb: QueryBuilder<Postgres> = QueryBuilder::new("SELECT s.id FROM samples s");
+    if filter::needs_rows(filter, None) {
+        qb.push(" JOIN dataset_rows d ON d.id = s.row_id");
+    }
+    qb.push(" WHERE true");
+    filter::push_conditions(&mut qb, filter, None);
+    qb.push(format!(" AND ({expr}, s.id) {cmp} (SELECT {expr}, s.id FROM samples s WHERE s.id = "))
+        .push_bind(id)
+        .push(format!(") ORDER BY {expr} {dir}, s.id {dir} LIMIT 1"));
+    Ok(qb.build_query_scalar().fetch_optional(pool).await?)
+}
+
+/// How many samples match the filter.
+pub async fn count(pool: &PgPool, filter: &SampleFilter) -> Result<i64> {
+    let mut qb: QueryBuilder<Postgres> = QueryBuilder::new("SELECT count(*) FROM samples s");
+    if filter::needs_rows(filter, None) {
+        qb.push(" JOIN dataset_rows d ON d.id = s.row_id");
+    }
+    qb.push(" WHERE true");
+    filter::push_conditions(&mut qb, filter, None);
+    Ok(qb.build_query_scalar().fetch_one(pool).await?)
+}
+
+/// The most values listed per dimension.
+const FACET_LIMIT: i64 = 50;
+
+async fn facet(pool: &PgPool, filter: &SampleFilter, dim: Dim) -> Result<Vec<FacetValue>> {
+    let (value, label, joins) = match dim {
+        Dim::Run => ("s.run_id::text", "r.name", " JOIN runs r ON r.id = s.run_id"),
+        Dim::Outcome => ("s.state::text", "s.state::text", ""),
+        Dim::FinishReason => ("COALESCE(s.finish_reason, '-')", "COALESCE(s.finish_reason, '(none)')", ""),
+        Dim::Flag => (
+            "f.code",
+            "f.code",
+            ", LATERAL unnest(ARRAY(SELECT DISTINCT unnest(s.flags || s.auto_flags))) AS f(code)",
+        ),
+        Dim::Review => ("s.review_state::text", "s.review_state::text", ""),
+        Dim::Reviewer => ("s.reviewed_by::text", "u.username", " JOIN users u ON u.id = s.reviewed_by"),
+        Dim::Category => ("COALESCE(d.category, '-')", "COALESCE(d.category, '(none)')", ""),
+    };
+    let mut qb: QueryBuilder<Postgres> = QueryBuilder::new(format!(
+        "SELECT {value} AS value, {label} AS label, count(*) AS count FROM samples s"
+    ));
+    if dim == Dim::Category || filter::needs_rows(filter, Some(dim)) {
+        qb.push(" JOIN dataset_rows d ON d.id = s.row_id");
+    }
+    qb.push(joins).push(" WHERE true");
+    filter::push_conditions(&mut qb, filter, Some(dim));
+    qb.push(" GROUP BY 1, 2 ORDER BY 3 DESC, 1 LIMIT ").push_bind(FACET_LIMIT);
+    let rows: Vec<(String, String, i64)> = qb.build_query_as().fetch_all(pool).await?;
+    Ok(rows.into_iter().map(|(value, label, count)| FacetValue { value, label, count }).collect())
+}
+
+/// Counts per value of every dimension, each with the other filters applied. The queries run
+/// side by side on the pool.
+pub async fn facets(pool: &PgPool, filter: &SampleFilter) -> Result<Facets> {
+    if let Some(problem) = filter::problems(filter) {
+        return Err(Error::Invalid(problem));
+    }
+    let (total, run, outcome, finish_reason, mut flag, review, reviewer, category, reasons) = tokio::try_join!(
+        count(pool, filter),
+        facet(pool, filter, Dim::Run),
+        facet(pool, filter, Dim::Outcome),
+        facet(pool, filter, Dim::FinishReason),
+        facet(pool, filter, Dim::Flag),
+        facet(pool, filter, Dim::Review),
+        facet(pool, filter, Dim::Reviewer),
+        facet(pool, filter, Dim::Category),
+        reasons::list(pool),
+    )?;
+    for f in &mut flag {
+        if let Some(reason) = reasons.iter().find(|r| r.code == f.value) {
+            f.label = reason.label.clone();
+        }
+    }
+    Ok(Facets { total, run, outcome, finish_reason, flag, review, reviewer, category })
+}

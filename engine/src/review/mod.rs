@@ -1,0 +1,25 @@
+//! Review: reviewers judge finished samples.
+//!
+//! - `auto_flags`: flags found from the outcome and the text when a result arrives.
+//! - `markdown`: the answer rendered and sanitized on the server.
+//! - `reasons`: the configurable list of flag reasons.
+//! - `decisions`: approve / reject / flag with a version check, undo, the audit log.
+//! - `queue`: "next sample" under a lease, so two reviewers never get the same one.
+//! - `list`: the filtered, keyset-paged sample list and its counts per filter value.
+//! - `detail`: everything the sample page shows.
+//! - `bulk`: one decision for every sample of a filter (engineers and admins).
+//! - `regenerate`: one sample back to the generation queue with its run's settings.
+
+mod auto_flags;
+pub mod bulk;
+pub mod decisions;
+pub mod detail;
+mod filter;
+pub mod list;
+pub mod markdown;
+pub mod queue;
+pub mod reasons;
+pub mod regenerate;
+
+pub use auto_flags::{auto_flags, has_repetition_loop};
+pub use decisions::{decide, undo, DecisionInput};

@@ -1,0 +1,113 @@
+//! Queue mode: "next sample" leases one unreviewed finished sample to one reviewer for a few
+//! minutes (renewed while the page is open), so two reviewers never get the same sample.
+//! Claims use `FOR UPDATE SKIP LOCKED`: two reviewers asking at the same instant each get a
+//! different row without waiting for each other.
+
+use crate::Result;
+use domain::review::QueueProgress;
+use sqlx::PgPool;
+use std::time::Duration;
+
+/// How long a reviewer holds a sample without renewing.
+pub const LEASE: Duration = Duration::from_secs(5 * 60);
+
+/// The sample this reviewer holds already, or the next free one, leased to them. `None` when
+/// nothing is left to review (in `run`, when given).
+pub async fn next(pool: &PgPool, reviewer: i64, run: Option<i64>) -> Result<Option<i64>> {
+    let held = sqlx::query_scalar!(
+        "UPDATE samples SET review_lease_expires = now() + make_interval(secs => $3)
+         WHERE id = (SELECT id FROM samples
+                     WHERE review_lease_owner = $1 AND review_lease_expires > now()
+                       AND review_state = 'unreviewed' AND ($2::bigint IS NULL OR run_id = $2)
+                     ORDER BY id LIMIT 1)
+         RETURNING id",
+        reviewer,
+        run,
+        LEASE.as_secs_f64()
+    )
+    .fetch_optional(pool)
+    .await?;
+    if held.is_some() {
+        return Ok(held);
+    }
+    Ok(sqlx::query_scalar!(
+        "WITH picked AS (
+             SELECT id FROM samples
+             WHERE review_state = 'unreviewed' AND state NOT IN ('pending', 'running')
+               AND ($2::bigint IS NULL OR run_id = $2)
+               AND (review_lease_owner IS NULL OR review_lease_expires <= now())
+             ORDER BY id
+             LIMIT 1
+             FOR UPDATE SKIP LOCKED)
+         UPDATE samples s SET review_lease_owner = $1, review_lease_expires = now() + make_interval(secs => $3)
+         FROM picked WHERE s.id = picked.id
+         RETURNING s.id",
+        reviewer,
+        run,
+        LEASE.as_secs_f64()
+    )
+    .fetch_optional(pool)
+    .await?)
+}
+
+/// Extends this reviewer's lease on the sample; false when they no longer hold it.
+pub async fn renew(pool: &PgPool, reviewer: i64, sample_id: i64) -> Result<bool> {
+    let renewed = sqlx::query!(
+        "UPDATE samples SET review_lease_expires = now() + make_interval(secs => $3)
+         WHERE id = $2 AND review_lease_owner = $1 AND review_lease_expires > now()",
+        reviewer,
+        sample_id,
+        LEASE.as_secs_f64()
+    )
+    .execute(pool)
+    .await?;
+    Ok(renewed.rows_affected() == 1)
+}
+
+/// Gives the sample back to the queue (the reviewer skipped it or left).
+pub async fn release(pool: &PgPool, reviewer: i64, sample_id: i64) -> Result<bool> {
+    let released = sqlx::query!(
+        "UPDATE samples SET review_lease_owner = NULL, review_lease_expires = NULL
+         WHERE id = $2 AND review_lease_owner = $1",
+        reviewer,
+        sample_id
+    )
+    .execute(pool)
+    .await?;
+    Ok(released.rows_affected() == 1)
+}
+
+/// The reviewer's own progress and what is left.
+pub async fn progress(pool: &PgPool, reviewer: i64, run: Option<i64>) -> Result<QueueProgress> {
+    let mine_today = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "n!" FROM review_events e JOIN samples s ON s.id = e.sample_id
+           WHERE e.actor = $1 AND e.kind IN ('decision', 'bulk') AND e.undone_by IS NULL
+             AND e.at >= date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
+             AND ($2::bigint IS NULL OR s.run_id = $2)"#,
+        reviewer,
+        run
+    )
+    .fetch_one(pool)
+    .await?;
+    let mine_total = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "n!" FROM samples WHERE reviewed_by = $1 AND review_state <> 'unreviewed'
+             AND ($2::bigint IS NULL OR run_id = $2)"#,
+        reviewer,
+        run
+    )
+    .fetch_one(pool)
+    .await?;
+    let left = sqlx::query!(
+        r#"SELECT count(*) AS "remaining!",
+                  count(*) FILTER (WHERE review_lease_owner IS NOT NULL AND review_lease_owner <> $1
+                                     AND review_lease_expires > now()) AS "held!"
+           FROM samples
+           WHERE review_state = 'unreviewed' AND state NOT IN ('pending', 'running')
+             AND ($2::bigint IS NULL OR run_id = $2)"#,
+        reviewer,
+        run
+    )
+    .fetch_one(pool)
+    .await?;
+    Ok(QueueProgress { mine_today, mine_total, remaining: left.remaining, held_by_others: left.held })
+}
