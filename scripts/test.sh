@@ -8,6 +8,7 @@ cd "$ROOT"
 ensure_rust_tools
 ensure_browser_tools
 ensure_postgres
+ensure_s3_server
 
 # Queries are checked at compile time against .sqlx/, so builds do not depend on a live schema.
 export SQLX_OFFLINE=true
@@ -42,5 +43,7 @@ for _ in $(seq 1 60); do
   sleep 0.5
 done
 export E2E_BASE_URL=http://127.0.0.1:3100
+# The export spec seeds a finished run straight into the app's database.
+export E2E_DATABASE_URL=$E2E_DB
 (cd end2end && npx playwright test) || { say "server log: $E2E_DIR/server.log"; tail -n 50 "$E2E_DIR/server.log"; exit 1; }
 say "all tests passed"

@@ -5,6 +5,7 @@
 
 pub mod access;
 pub mod endpoint;
+pub mod export;
 pub mod generation;
 pub mod role;
 pub mod user;

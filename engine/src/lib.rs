@@ -5,6 +5,7 @@ pub mod auth;
 pub mod db;
 pub mod endpoints;
 pub mod error;
+pub mod export;
 pub mod generation;
 pub mod metrics;
 pub mod services;

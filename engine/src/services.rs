@@ -10,6 +10,8 @@ pub struct Services {
     /// One HTTP connection pool for every vLLM server.
     pub http: reqwest::Client,
     pub metrics: Arc<EngineMetrics>,
+    /// Where exports may be written (storage roots, S3 settings).
+    pub export_storage: Arc<crate::export::Storage>,
 }
 
 impl Services {
@@ -19,6 +21,17 @@ impl Services {
             login_limiter: Arc::new(LoginLimiter::default()),
             http: http_client(),
             metrics: Arc::new(EngineMetrics::default()),
+            export_storage: Arc::new(crate::export::Storage::new(
+                Vec::new(),
+                crate::export::S3Options::from_env(),
+            )),
         }
+    }
+
+    /// Sets the folders exports may be written under (DS_EXPORT_ROOTS).
+    pub fn with_export_roots(mut self, roots: Vec<std::path::PathBuf>) -> Self {
+        self.export_storage =
+            Arc::new(crate::export::Storage::new(roots, crate::export::S3Options::from_env()));
+        self
     }
 }
