@@ -45,6 +45,15 @@ ensure_browser_tools() {
   fi
 }
 
+# The export tests upload to a real S3-compatible server: moto's, from PyPI.
+ensure_s3_server() {
+  if ! command -v moto_server >/dev/null 2>&1; then
+    say "installing moto_server (S3-compatible server for the export tests)"
+    python3 -m pip install --quiet 'moto[server]' >/dev/null \
+      || die "pip could not install moto[server]; the export tests need moto_server"
+  fi
+}
+
 pg_answers() { pg_isready -q -d "$1" 2>/dev/null; }
 
 # Sets PG_SERVER_URL to a PostgreSQL server URL without a database name: DATABASE_URL's server

@@ -8,6 +8,7 @@ cd "$ROOT"
 ensure_rust_tools
 ensure_browser_tools
 ensure_postgres
+ensure_s3_server
 
 # Queries are checked at compile time against .sqlx/, so builds do not depend on a live schema.
 export SQLX_OFFLINE=true

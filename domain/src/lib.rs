@@ -6,6 +6,7 @@
 pub mod access;
 pub mod dashboard;
 pub mod endpoint;
+pub mod export;
 pub mod generation;
 pub mod review;
 pub mod role;

@@ -6,6 +6,7 @@ pub mod dashboard;
 pub mod db;
 pub mod endpoints;
 pub mod error;
+pub mod export;
 pub mod generation;
 pub mod metrics;
 pub mod review;

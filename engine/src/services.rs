@@ -17,6 +17,8 @@ pub struct Services {
     pub metrics: Arc<EngineMetrics>,
     /// Live run snapshots shared by every open dashboard.
     pub live: Arc<LiveHub>,
+    /// Where exports may be written (storage roots, S3 settings).
+    pub export_storage: Arc<crate::export::Storage>,
 }
 
 impl Services {
@@ -31,6 +33,17 @@ impl Services {
             login_limiter: Arc::new(LoginLimiter::default()),
             http: http_client(),
             metrics: Arc::new(EngineMetrics::default()),
+            export_storage: Arc::new(crate::export::Storage::new(
+                Vec::new(),
+                crate::export::S3Options::from_env(),
+            )),
         }
+    }
+
+    /// Sets the folders exports may be written under (DS_EXPORT_ROOTS).
+    pub fn with_export_roots(mut self, roots: Vec<std::path::PathBuf>) -> Self {
+        self.export_storage =
+            Arc::new(crate::export::Storage::new(roots, crate::export::S3Options::from_env()));
+        self
     }
 }

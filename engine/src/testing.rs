@@ -194,3 +194,86 @@ pub async fn assert_exactly_one_result_each(pool: &PgPool, run_id: i64) {
     .await;
     assert_eq!(bad, 0, "samples with two successful results");
 }
+
+/// A finished sample to seed for export tests: its outcome, mode, conversation and size.
+#[derive(Clone, Debug)]
+pub struct SeedSample {
+    pub state: SampleState,
+    pub thinking: Option<bool>,
+    /// The stored conversation: `[{"role","content","reasoning_content"?}]`.
+    pub messages: serde_json::Value,
+    pub category: &'static str,
+    pub completion_tokens: i32,
+}
+
+impl SeedSample {
+    /// An `ok` single-turn sample answering `question` with `answer` after `reasoning`.
+    pub fn answered(question: &str, reasoning: &str, answer: &str) -> Self {
+        Self {
+            state: SampleState::Ok,
+            thinking: Some(!reasoning.is_empty()),
+            messages: serde_json::json!([
+                {"role": "user", "content": question},
+                {"role": "assistant", "content": answer, "reasoning_content": reasoning}
+            ]),
+            category: "general",
+            completion_tokens: (reasoning.len() + answer.len()) as i32 / 4 + 1,
+        }
+    }
+}
+
+/// A completed run (with its dataset) holding exactly `samples`, in order; returns the run id.
+pub async fn finished_run(pool: &PgPool, samples: &[SeedSample]) -> i64 {
+    let dataset: i64 = sqlx::query_scalar(
+        "INSERT INTO datasets (name, status, source, format, mapping, rows_imported)
+         VALUES ($1, 'ready', '{\"kind\":\"test\"}', 'jsonl', '{\"schema\":\"openai\"}', $2) RETURNING id",
+    )
+    .bind(format!("export-ds-{}", rand::random::<u32>()))
+    .bind(samples.len() as i64)
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    let settings = serde_json::to_value(RunSettings::with_defaults(MODEL, vec![], 2048)).unwrap();
+    let run: i64 = sqlx::query_scalar(
+        "INSERT INTO runs (name, dataset_id, status, settings, selection, sample_count, finished_at)
+         VALUES ('export test run', $1, 'completed', $2, '{\"mode\":\"all\"}', $3, now()) RETURNING id",
+    )
+    .bind(dataset)
+    .bind(settings)
+    .bind(samples.len() as i32)
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    for (i, s) in samples.iter().enumerate() {
+        let row: i64 = sqlx::query_scalar(
+            "INSERT INTO dataset_rows (dataset_id, row_key, messages, content_hash, category, turn_count, prompt_chars)
+             VALUES ($1, $2, $3, $4, $5, 2, 10) RETURNING id",
+        )
+        .bind(dataset)
+        .bind(format!("row-{i}"))
+        .bind(&s.messages)
+        .bind(format!("hash-{i}").into_bytes())
+        .bind(s.category)
+        .fetch_one(pool)
+        .await
+        .unwrap();
+        let last = s.messages.as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
+        sqlx::query(
+            "INSERT INTO samples (run_id, row_id, state, thinking, attempts, finish_reason, reasoning, content,
+                                  messages, prompt_tokens, completion_tokens, reasoning_tokens, finished_at)
+             VALUES ($1, $2, $3, $4, 1, 'stop', $5, $6, $7, 20, $8, 0, now())",
+        )
+        .bind(run)
+        .bind(row)
+        .bind(s.state)
+        .bind(s.thinking)
+        .bind(last.get("reasoning_content").and_then(|v| v.as_str()).unwrap_or(""))
+        .bind(last.get("content").and_then(|v| v.as_str()).unwrap_or(""))
+        .bind(&s.messages)
+        .bind(s.completion_tokens)
+        .execute(pool)
+        .await
+        .unwrap();
+    }
+    run
+}

@@ -1,0 +1,309 @@
+//! Exports: which samples go into a training set, in what shape, and where it is written.
+
+use crate::generation::SampleState;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Which review states are exported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewFilter {
+    /// Only samples a reviewer approved.
+    ApprovedOnly,
+    /// Everything except samples a reviewer rejected (unreviewed ones included).
+    NotRejected,
+    /// Review state is ignored.
+    All,
+}
+
+/// The thinking / non-thinking mix of the exported set.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum ThinkingMix {
+    /// Keep every selected sample whatever its mode.
+    Any,
+    /// Only samples generated with thinking on.
+    ThinkingOnly,
+    /// Only samples generated with thinking off.
+    NonThinkingOnly,
+    /// Thin out the larger group (chosen by the seed) so that `thinking_share` of the samples
+    /// whose mode is known think. Samples sent without a mode (server default) are all kept.
+    Ratio { thinking_share: f64 },
+}
+
+/// Whether samples with the same exported conversation are written once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Duplicates {
+    /// The first sample (lowest id) of each distinct conversation is kept.
+    Remove,
+    Keep,
+}
+
+/// Which samples an export takes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExportSelection {
+    pub run_ids: Vec<i64>,
+    /// Outcomes to take; by default only `ok`.
+    pub outcomes: Vec<SampleState>,
+    pub review: ReviewFilter,
+    /// Dataset row categories to take; empty takes every category.
+    pub categories: Vec<String>,
+    /// Bounds on completion tokens (inclusive).
+    pub min_completion_tokens: Option<u32>,
+    pub max_completion_tokens: Option<u32>,
+    pub duplicates: Duplicates,
+    pub thinking: ThinkingMix,
+    /// Seeds the thinking mix and the train/validation split: the same seed picks the same rows.
+    pub seed: u64,
+}
+
+impl ExportSelection {
+    pub fn for_runs(run_ids: Vec<i64>) -> Self {
+        Self {
+            run_ids,
+            outcomes: vec![SampleState::Ok],
+            review: ReviewFilter::All,
+            categories: Vec::new(),
+            min_completion_tokens: None,
+            max_completion_tokens: None,
+            duplicates: Duplicates::Remove,
+            thinking: ThinkingMix::Any,
+            seed: 42,
+        }
+    }
+}
+
+/// The shape of each exported row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layout {
+    /// SpecForge: `{"id", "conversations": [{"role", "content", "reasoning_content"?}]}`.
+    Conversations,
+    /// OpenAI: `{"id", "messages": [{"role", "content", "reasoning_content"?}]}`.
+    Messages,
+    /// Pre-tokenized: `{"id", "input_ids", "loss_mask"}` with the target's tokenizer and template.
+    Tokenized,
+}
+
+/// The file format of the data files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileFormat {
+    Jsonl,
+    Parquet,
+}
+
+impl FileFormat {
+    pub fn extension(self) -> &'static str {
+        match self {
+            FileFormat::Jsonl => "jsonl",
+            FileFormat::Parquet => "parquet",
+        }
+    }
+}
+
+/// Where an assistant turn's reasoning goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningStyle {
+    /// A `reasoning_content` field on the assistant turn (SpecForge `--reasoning save`).
+    Field,
+    /// Inline at the start of the content: `<think>…</think>\n\n` then the answer.
+    InlineThink,
+    /// Dropped: only the visible answer is exported.
+    Omit,
+}
+
+/// What happens to a tokenized row longer than the maximum length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Overlong {
+    Truncate,
+    Drop,
+}
+
+/// The target model's tokenizer, for the tokenized layout.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Tokenization {
+    /// A server folder (under a storage root) holding `tokenizer.json` and
+    /// `tokenizer_config.json` (or `chat_template.jinja`).
+    pub tokenizer_dir: String,
+    pub max_length: u32,
+    pub overlong: Overlong,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExportFormat {
+    pub layout: Layout,
+    pub file: FileFormat,
+    pub reasoning: ReasoningStyle,
+    /// Required for the tokenized layout.
+    pub tokenization: Option<Tokenization>,
+    /// Share of rows (0 to 0.5) written to the validation file, chosen by the selection's seed.
+    pub validation_share: f64,
+}
+
+/// Where the export is written. The export lands in a folder `export-<id>` inside it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Destination {
+    /// A folder under one of the configured storage roots (absolute, or relative to the first).
+    Directory { path: String },
+    /// An S3-compatible bucket and key prefix.
+    S3 { bucket: String, prefix: String },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExportSpec {
+    pub selection: ExportSelection,
+    pub format: ExportFormat,
+    pub destination: Destination,
+}
+
+impl ExportSpec {
+    /// Every problem that can be seen without the database, each phrased as what to change.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        let s = &self.selection;
+        if s.run_ids.is_empty() {
+            problems.push("choose at least one run to export".to_string());
+        }
+        if s.outcomes.is_empty() {
+            problems.push("choose at least one outcome to export".to_string());
+        }
+        if let Some(bad) = s.outcomes.iter().find(|o| !o.is_terminal()) {
+            problems.push(format!("{bad} samples are not finished and cannot be exported"));
+        }
+        if let (Some(min), Some(max)) = (s.min_completion_tokens, s.max_completion_tokens) {
+            if min > max {
+                problems.push(format!("the token range is empty: min {min} is above max {max}"));
+            }
+        }
+        if let ThinkingMix::Ratio { thinking_share } = s.thinking {
+            if !(0.0..=1.0).contains(&thinking_share) {
+                problems.push(format!("the thinking share must be between 0 and 1, not {thinking_share}"));
+            }
+        }
+        let f = &self.format;
+        if !(0.0..=0.5).contains(&f.validation_share) {
+            problems
+                .push(format!("the validation share must be between 0 and 0.5, not {}", f.validation_share));
+        }
+        match (&f.layout, &f.tokenization) {
+            (Layout::Tokenized, None) => {
+                problems.push("the tokenized layout needs the target model's tokenizer folder".to_string())
+            }
+            (Layout::Tokenized, Some(t)) => {
+                if t.tokenizer_dir.trim().is_empty() {
+                    problems.push("give the folder holding tokenizer.json and tokenizer_config.json".into());
+                }
+                if t.max_length < 16 {
+                    problems
+                        .push(format!("the maximum length must be at least 16 tokens, not {}", t.max_length));
+                }
+            }
+            _ => {}
+        }
+        match &self.destination {
+            Destination::Directory { path } if path.trim().is_empty() => {
+                problems.push("give the folder to export into".to_string())
+            }
+            Destination::S3 { bucket, .. } if bucket.trim().is_empty() => {
+                problems.push("give the bucket to export into".to_string())
+            }
+            _ => {}
+        }
+        problems
+    }
+}
+
+/// Where an export job is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "sqlx", derive(sqlx::Type))]
+#[cfg_attr(feature = "sqlx", sqlx(type_name = "export_status", rename_all = "snake_case"))]
+pub enum ExportStatus {
+    Running,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl ExportStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExportStatus::Running => "running",
+            ExportStatus::Completed => "completed",
+            ExportStatus::Failed => "failed",
+            ExportStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl fmt::Display for ExportStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a selection would export, shown before exporting.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExportPreview {
+    /// Samples matching the filters.
+    pub matched: u64,
+    pub duplicates_removed: u64,
+    /// Samples left out to reach the thinking mix.
+    pub mix_removed: u64,
+    /// Samples that will be exported (before any tokenized-length drop).
+    pub selected: u64,
+    pub train: u64,
+    pub validation: u64,
+    pub thinking: u64,
+    pub non_thinking: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub reasoning_tokens: u64,
+    /// Selected samples per outcome, e.g. `[("ok", 120)]`, sorted by name.
+    pub by_outcome: Vec<(String, u64)>,
+    /// Selected samples per review state, sorted by name.
+    pub by_review_state: Vec<(String, u64)>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> ExportSpec {
+        ExportSpec {
+            selection: ExportSelection::for_runs(vec![1]),
+            format: ExportFormat {
+                layout: Layout::Conversations,
+                file: FileFormat::Jsonl,
+                reasoning: ReasoningStyle::Field,
+                tokenization: None,
+                validation_share: 0.0,
+            },
+            destination: Destination::Directory { path: "sets".into() },
+        }
+    }
+
+    #[test]
+    fn a_plain_spec_has_no_problems() {
+        assert!(spec().problems().is_empty());
+    }
+
+    #[test]
+    fn problems_say_what_to_change() {
+        let mut s = spec();
+        s.selection.run_ids.clear();
+        s.selection.outcomes = vec![SampleState::Pending];
+        s.format.layout = Layout::Tokenized;
+        s.format.validation_share = 0.9;
+        let problems = s.problems().join("; ");
+        assert!(problems.contains("at least one run"), "{problems}");
+        assert!(problems.contains("pending samples are not finished"), "{problems}");
+        assert!(problems.contains("tokenizer folder"), "{problems}");
+        assert!(problems.contains("validation share"), "{problems}");
+    }
+}

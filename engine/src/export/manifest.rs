@@ -1,0 +1,93 @@
+//! `manifest.json`, written beside the data: what was exported, from what, by whom, and the
+//! sha256 of every data file.
+
+use crate::{Error, Result};
+use domain::export::{ExportPreview, ExportSpec};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use sqlx::PgPool;
+use std::io::Read;
+use std::path::Path;
+
+pub const FILE_NAME: &str = "manifest.json";
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Manifest {
+    pub export_id: i64,
+    /// RFC 3339.
+    pub created_at: String,
+    pub finished_at: String,
+    pub user: Option<String>,
+    pub app_version: String,
+    pub spec: ExportSpec,
+    pub runs: Vec<RunProvenance>,
+    pub counts: Counts,
+    pub files: Vec<FileEntry>,
+}
+
+/// A run's identity and the settings it generated with (model, sampling, template kwargs).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunProvenance {
+    pub id: i64,
+    pub name: String,
+    pub dataset: String,
+    pub settings: serde_json::Value,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Counts {
+    /// What the selection chose (filters, duplicates, mix, split, token totals, outcomes and
+    /// review states).
+    pub selection: ExportPreview,
+    /// Rows written to the data files.
+    pub written: u64,
+    /// Tokenized rows left out for being longer than the maximum length.
+    pub dropped_overlong: u64,
+    /// Tokenized rows left out because no assistant token remained.
+    pub dropped_no_loss: u64,
+    /// Tokenized rows cut at the maximum length.
+    pub truncated: u64,
+    /// Tokens in the tokenized rows, and those under the loss mask.
+    pub input_tokens: u64,
+    pub loss_tokens: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileEntry {
+    pub name: String,
+    pub rows: u64,
+    pub bytes: u64,
+    pub sha256: String,
+}
+
+/// The sha256 (hex) and size of a file, read in blocks.
+pub fn hash_file(path: &Path) -> Result<(String, u64)> {
+    let mut file = std::fs::File::open(path).map_err(|e| Error::Internal(e.into()))?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut bytes = 0u64;
+    loop {
+        let n = file.read(&mut buf).map_err(|e| Error::Internal(e.into()))?;
+        if n == 0 {
+            break;
+        }
+        bytes += n as u64;
+        hasher.update(&buf[..n]);
+    }
+    Ok((hex::encode(hasher.finalize()), bytes))
+}
+
+pub async fn runs(pool: &PgPool, run_ids: &[i64]) -> Result<Vec<RunProvenance>> {
+    let rows = sqlx::query!(
+        r#"SELECT r.id, r.name, d.name AS dataset, r.settings
+           FROM runs r JOIN datasets d ON d.id = r.dataset_id
+           WHERE r.id = ANY($1) ORDER BY r.id"#,
+        run_ids
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| RunProvenance { id: r.id, name: r.name, dataset: r.dataset, settings: r.settings })
+        .collect())
+}

@@ -1,0 +1,25 @@
+//! Exports: curated samples written as EAGLE-3 training sets.
+//!
+//! - `selection`: which samples (filters, duplicates, thinking mix, split) and the preview.
+//! - `review`: the review-state part of the selection (wired to the review columns at merge).
+//! - `conversation`: a sample's conversation shaped for export (reasoning style, stable id).
+//! - `template` and `tokenize`: the target's chat template and tokenizer, loss masks.
+//! - `writer`: JSONL and Parquet data files.
+//! - `destination`: storage roots, S3, staging and the atomic commit.
+//! - `manifest`: provenance, counts and file hashes.
+//! - `job`: the background job with progress and cancellation.
+//! - `store`: listing exports and saved presets.
+
+pub mod conversation;
+pub mod destination;
+pub mod job;
+pub mod manifest;
+pub mod review;
+pub mod selection;
+pub mod store;
+pub mod template;
+pub mod tokenize;
+pub mod writer;
+
+pub use destination::{S3Options, Storage};
+pub use object_store;

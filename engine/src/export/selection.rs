@@ -1,0 +1,292 @@
+//! Choosing the samples of an export: the filters in SQL, then duplicate removal, the thinking
+//! mix and the train/validation split, all deterministic for a given seed.
+//!
+//! The plan is made from light rows (ids, flags, token counts and a content hash) read in keyset
+//! batches, so it costs a few bytes per selected sample; the full conversations are read later,
+//! batch by batch, while writing.
+
+use super::review::{review_clause, review_state_column};
+use crate::Result;
+use domain::export::{Duplicates, ExportPreview, ExportSelection, ThinkingMix};
+use sha2::{Digest, Sha256};
+use sqlx::PgPool;
+use std::collections::{BTreeMap, HashSet};
+
+const PLAN_BATCH: i64 = 5_000;
+
+/// Which file a sample goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Split {
+    Train,
+    Validation,
+}
+
+impl Split {
+    pub fn name(self) -> &'static str {
+        match self {
+            Split::Train => "train",
+            Split::Validation => "validation",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlannedSample {
+    pub id: i64,
+    pub split: Split,
+}
+
+/// The samples to export in id order, and what the preview shows about them.
+#[derive(Clone, Debug, Default)]
+pub struct Plan {
+    pub samples: Vec<PlannedSample>,
+    pub preview: ExportPreview,
+}
+
+#[derive(sqlx::FromRow)]
+struct LightRow {
+    id: i64,
+    thinking: Option<bool>,
+    state: String,
+    review_state: String,
+    prompt_tokens: Option<i32>,
+    completion_tokens: Option<i32>,
+    reasoning_tokens: Option<i32>,
+    content_hash: Vec<u8>,
+}
+
+struct Candidate {
+    id: i64,
+    thinking: Option<bool>,
+    state: String,
+    review_state: String,
+    prompt_tokens: u64,
+    completion_tokens: u64,
+    reasoning_tokens: u64,
+}
+
+/// The filter shared by planning and by reading full rows.
+fn where_clause(selection: &ExportSelection) -> Result<String> {
+    Ok(format!(
+        "s.run_id = ANY($1) AND s.state::text = ANY($2) \
+         AND (cardinality($3::text[]) = 0 OR r.category = ANY($3)) \
+         AND ($4::int IS NULL OR s.completion_tokens >= $4) \
+         AND ($5::int IS NULL OR s.completion_tokens <= $5) \
+         AND s.messages IS NOT NULL AND ({review})",
+        review = review_clause(selection.review)?
+    ))
+}
+
+/// Reads the matching samples and decides which are exported, and into which split.
+pub async fn plan(pool: &PgPool, selection: &ExportSelection, validation_share: f64) -> Result<Plan> {
+    let sql = format!(
+        "SELECT s.id, s.thinking, s.state::text AS state, {review_state} AS review_state, \
+                s.prompt_tokens, s.completion_tokens, s.reasoning_tokens, \
+                sha256(convert_to(s.messages::text, 'UTF8')) AS content_hash \
+         FROM samples s JOIN dataset_rows r ON r.id = s.row_id \
+         WHERE {filter} AND s.id > $6 ORDER BY s.id LIMIT $7",
+        review_state = review_state_column(),
+        filter = where_clause(selection)?,
+    );
+    let outcomes: Vec<String> = selection.outcomes.iter().map(|o| o.as_str().to_string()).collect();
+    let min = selection.min_completion_tokens.map(|v| v.min(i32::MAX as u32) as i32);
+    let max = selection.max_completion_tokens.map(|v| v.min(i32::MAX as u32) as i32);
+
+    let mut matched = 0u64;
+    let mut duplicates_removed = 0u64;
+    let mut seen: HashSet<[u8; 16]> = HashSet::new();
+    let mut candidates: Vec<Candidate> = Vec::new();
+    let mut after = 0i64;
+    loop {
+        let rows: Vec<LightRow> = sqlx::query_as(&sql)
+            .bind(&selection.run_ids)
+            .bind(&outcomes)
+            .bind(&selection.categories)
+            .bind(min)
+            .bind(max)
+            .bind(after)
+            .bind(PLAN_BATCH)
+            .fetch_all(pool)
+            .await?;
+        let Some(last) = rows.last() else { break };
+        after = last.id;
+        for row in rows {
+            matched += 1;
+            let mode_ok = match selection.thinking {
+                ThinkingMix::ThinkingOnly => row.thinking == Some(true),
+                ThinkingMix::NonThinkingOnly => row.thinking == Some(false),
+                ThinkingMix::Any | ThinkingMix::Ratio { .. } => true,
+            };
+            if !mode_ok {
+                continue;
+            }
+            if selection.duplicates == Duplicates::Remove {
+                let key: [u8; 16] = row.content_hash[..16].try_into().expect("sha256 is 32 bytes");
+                if !seen.insert(key) {
+                    duplicates_removed += 1;
+                    continue;
+                }
+            }
+            candidates.push(Candidate {
+                id: row.id,
+                thinking: row.thinking,
+                state: row.state,
+                review_state: row.review_state,
+                prompt_tokens: count(row.prompt_tokens),
+                completion_tokens: count(row.completion_tokens),
+                reasoning_tokens: count(row.reasoning_tokens),
+            });
+        }
+    }
+    drop(seen);
+
+    let before_mix = candidates.len() as u64;
+    if let ThinkingMix::Ratio { thinking_share } = selection.thinking {
+        let keep = mix_fractions(&candidates, thinking_share);
+        candidates.retain(|c| match c.thinking {
+            Some(mode) => unit(selection.seed, "mix", c.id) < if mode { keep.0 } else { keep.1 },
+            None => true,
+        });
+    }
+
+    let mut preview = ExportPreview {
+        matched,
+        duplicates_removed,
+        mix_removed: before_mix - candidates.len() as u64,
+        selected: candidates.len() as u64,
+        ..Default::default()
+    };
+    let mut by_outcome: BTreeMap<String, u64> = BTreeMap::new();
+    let mut by_review: BTreeMap<String, u64> = BTreeMap::new();
+    let mut samples = Vec::with_capacity(candidates.len());
+    for c in candidates {
+        let split = split_of(selection.seed, c.id, validation_share);
+        match split {
+            Split::Train => preview.train += 1,
+            Split::Validation => preview.validation += 1,
+        }
+        match c.thinking {
+            Some(true) => preview.thinking += 1,
+            Some(false) => preview.non_thinking += 1,
+            None => {}
+        }
+        preview.prompt_tokens += c.prompt_tokens;
+        preview.completion_tokens += c.completion_tokens;
+        preview.reasoning_tokens += c.reasoning_tokens;
+        *by_outcome.entry(c.state).or_default() += 1;
+        *by_review.entry(c.review_state).or_default() += 1;
+        samples.push(PlannedSample { id: c.id, split });
+    }
+    preview.by_outcome = by_outcome.into_iter().collect();
+    preview.by_review_state = by_review.into_iter().collect();
+    Ok(Plan { samples, preview })
+}
+
+fn count(value: Option<i32>) -> u64 {
+    value.map_or(0, |v| v.max(0) as u64)
+}
+
+/// The fractions of thinking and non-thinking samples to keep so that `share` of those kept
+/// think, keeping every sample of the smaller group.
+fn mix_fractions(candidates: &[Candidate], share: f64) -> (f64, f64) {
+    let on = candidates.iter().filter(|c| c.thinking == Some(true)).count() as f64;
+    let off = candidates.iter().filter(|c| c.thinking == Some(false)).count() as f64;
+    if on + off == 0.0 {
+        return (1.0, 1.0);
+    }
+    if share <= 0.0 {
+        return (0.0, 1.0);
+    }
+    if share >= 1.0 {
+        return (1.0, 0.0);
+    }
+    if on / (on + off) > share {
+        // Too many thinking samples: keep every non-thinking one.
+        let wanted_on = off * share / (1.0 - share);
+        ((wanted_on / on).min(1.0), 1.0)
+    } else {
+        let wanted_off = on * (1.0 - share) / share;
+        (1.0, if off == 0.0 { 1.0 } else { (wanted_off / off).min(1.0) })
+    }
+}
+
+/// A number in [0, 1) fixed by the seed, a purpose and the sample id.
+fn unit(seed: u64, purpose: &str, id: i64) -> f64 {
+    let digest = Sha256::new()
+        .chain_update(seed.to_le_bytes())
+        .chain_update(purpose.as_bytes())
+        .chain_update(id.to_le_bytes())
+        .finalize();
+    let n = u64::from_le_bytes(digest[..8].try_into().expect("8 bytes"));
+    (n >> 11) as f64 / (1u64 << 53) as f64
+}
+
+pub fn split_of(seed: u64, id: i64, validation_share: f64) -> Split {
+    if unit(seed, "split", id) < validation_share {
+        Split::Validation
+    } else {
+        Split::Train
+    }
+}
+
+/// A sample as it is exported.
+#[derive(sqlx::FromRow)]
+pub struct FullRow {
+    pub id: i64,
+    pub run_id: i64,
+    pub row_key: String,
+    pub thinking: Option<bool>,
+    pub messages: serde_json::Value,
+}
+
+/// Reads the conversations of `ids` (one batch of the plan), in id order.
+pub async fn fetch(pool: &PgPool, ids: &[i64]) -> Result<Vec<FullRow>> {
+    let rows = sqlx::query_as::<_, FullRow>(
+        "SELECT s.id, s.run_id, r.row_key, s.thinking, s.messages \
+         FROM samples s JOIN dataset_rows r ON r.id = s.row_id \
+         WHERE s.id = ANY($1) AND s.messages IS NOT NULL ORDER BY s.id",
+    )
+    .bind(ids)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn candidate(id: i64, thinking: Option<bool>) -> Candidate {
+        Candidate {
+            id,
+            thinking,
+            state: "ok".into(),
+            review_state: "unreviewed".into(),
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            reasoning_tokens: 0,
+        }
+    }
+
+    #[test]
+    fn the_split_is_fixed_by_the_seed_and_near_the_share() {
+        let validation = (0..10_000).filter(|&id| split_of(7, id, 0.1) == Split::Validation).count();
+        assert!((800..1200).contains(&validation), "{validation}");
+        let again = (0..10_000).filter(|&id| split_of(7, id, 0.1) == Split::Validation).count();
+        assert_eq!(validation, again);
+        let other = (0..10_000).filter(|&id| split_of(8, id, 0.1) != split_of(7, id, 0.1)).count();
+        assert!(other > 0, "another seed splits differently");
+        assert!((0..1000).all(|id| split_of(1, id, 0.0) == Split::Train));
+    }
+
+    #[test]
+    fn the_mix_thins_out_the_larger_group() {
+        let mut c: Vec<Candidate> = (0..900).map(|i| candidate(i, Some(true))).collect();
+        c.extend((900..1000).map(|i| candidate(i, Some(false))));
+        let (on, off) = mix_fractions(&c, 0.5);
+        assert!((on - 100.0 / 900.0).abs() < 1e-9 && off == 1.0, "{on} {off}");
+        let (on, off) = mix_fractions(&c, 0.95);
+        assert_eq!(on, 1.0);
+        assert!((off * 100.0 - 900.0 * 0.05 / 0.95).abs() < 1e-6, "{off}");
+    }
+}

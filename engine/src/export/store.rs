@@ -1,0 +1,140 @@
+//! Reading exports and saving presets.
+
+use crate::error::OnConstraint;
+use crate::{Error, Result};
+use domain::export::{ExportSpec, ExportStatus};
+use serde::{Deserialize, Serialize};
+use sqlx::PgPool;
+use time::OffsetDateTime;
+
+/// One export as the Exports page lists it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ExportRecord {
+    pub id: i64,
+    pub preset_id: Option<i64>,
+    pub preset_name: Option<String>,
+    pub spec: serde_json::Value,
+    pub status: ExportStatus,
+    pub created_by: Option<String>,
+    pub created_at: OffsetDateTime,
+    pub finished_at: Option<OffsetDateTime>,
+    pub rows_total: Option<i64>,
+    pub rows_done: i64,
+    pub location: Option<String>,
+    pub bytes: Option<i64>,
+    pub manifest: Option<serde_json::Value>,
+    pub error: Option<String>,
+}
+
+pub async fn list(pool: &PgPool, limit: i64) -> Result<Vec<ExportRecord>> {
+    Ok(sqlx::query_as!(
+        ExportRecord,
+        r#"SELECT e.id, e.preset_id, p.name AS "preset_name?", e.spec, e.status AS "status: ExportStatus",
+                  u.username AS "created_by?", e.created_at, e.finished_at, e.rows_total, e.rows_done,
+                  e.location, e.bytes, e.manifest, e.error
+           FROM exports e
+           LEFT JOIN export_presets p ON p.id = e.preset_id
+           LEFT JOIN users u ON u.id = e.created_by
+           ORDER BY e.id DESC LIMIT $1"#,
+        limit
+    )
+    .fetch_all(pool)
+    .await?)
+}
+
+pub async fn get(pool: &PgPool, id: i64) -> Result<ExportRecord> {
+    sqlx::query_as!(
+        ExportRecord,
+        r#"SELECT e.id, e.preset_id, p.name AS "preset_name?", e.spec, e.status AS "status: ExportStatus",
+                  u.username AS "created_by?", e.created_at, e.finished_at, e.rows_total, e.rows_done,
+                  e.location, e.bytes, e.manifest, e.error
+           FROM exports e
+           LEFT JOIN export_presets p ON p.id = e.preset_id
+           LEFT JOIN users u ON u.id = e.created_by
+           WHERE e.id = $1"#,
+        id
+    )
+    .fetch_optional(pool)
+    .await?
+    .ok_or(Error::NotFound("export"))
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Preset {
+    pub id: i64,
+    pub name: String,
+    pub spec: ExportSpec,
+    pub updated_at: OffsetDateTime,
+}
+
+pub async fn presets(pool: &PgPool) -> Result<Vec<Preset>> {
+    let rows = sqlx::query!("SELECT id, name, spec, updated_at FROM export_presets ORDER BY name")
+        .fetch_all(pool)
+        .await?;
+    rows.into_iter()
+        .map(|r| {
+            let spec = serde_json::from_value(r.spec).map_err(|e| Error::Internal(e.into()))?;
+            Ok(Preset { id: r.id, name: r.name, spec, updated_at: r.updated_at })
+        })
+        .collect()
+}
+
+pub async fn preset(pool: &PgPool, id: i64) -> Result<Preset> {
+    let r = sqlx::query!("SELECT id, name, spec, updated_at FROM export_presets WHERE id = $1", id)
+        .fetch_optional(pool)
+        .await?
+        .ok_or(Error::NotFound("preset"))?;
+    let spec = serde_json::from_value(r.spec).map_err(|e| Error::Internal(e.into()))?;
+    Ok(Preset { id: r.id, name: r.name, spec, updated_at: r.updated_at })
+}
+
+/// Saves a preset under `name`, replacing the one of that name.
+pub async fn save_preset(pool: &PgPool, name: &str, spec: &ExportSpec, user_id: Option<i64>) -> Result<i64> {
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(Error::invalid("give the preset a name"));
+    }
+    let problems = spec.problems();
+    if !problems.is_empty() {
+        return Err(Error::invalid(problems.join("; ")));
+    }
+    let spec = serde_json::to_value(spec).map_err(|e| Error::Internal(e.into()))?;
+    sqlx::query_scalar!(
+        "INSERT INTO export_presets (name, spec, created_by) VALUES ($1, $2, $3)
+         ON CONFLICT (name) DO UPDATE SET spec = EXCLUDED.spec, updated_at = now()
+         RETURNING id",
+        name,
+        spec,
+        user_id
+    )
+    .fetch_one(pool)
+    .await
+    .on_constraint("export_presets_name_key", || format!("a preset named {name} exists"))
+}
+
+pub async fn delete_preset(pool: &PgPool, id: i64) -> Result<()> {
+    let done = sqlx::query!("DELETE FROM export_presets WHERE id = $1", id).execute(pool).await?;
+    if done.rows_affected() == 0 {
+        return Err(Error::NotFound("preset"));
+    }
+    Ok(())
+}
+
+/// A run that can be exported, with how many `ok` samples it holds.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunChoice {
+    pub id: i64,
+    pub name: String,
+    pub ok_samples: i64,
+}
+
+pub async fn run_choices(pool: &PgPool) -> Result<Vec<RunChoice>> {
+    Ok(sqlx::query_as!(
+        RunChoice,
+        r#"SELECT r.id, r.name,
+                  (SELECT count(*) FROM samples s WHERE s.run_id = r.id AND s.state = 'ok') AS "ok_samples!"
+           FROM runs r ORDER BY r.id DESC LIMIT 200"#
+    )
+    .fetch_all(pool)
+    .await?)
+}

@@ -1,0 +1,211 @@
+//! Data files: JSONL or Parquet rows of one layout. Rows are written in the order given (the
+//! plan's id order) and no file holds a timestamp, so the same export gives the same bytes.
+
+use super::conversation::Conversation;
+use super::tokenize::Tokenized;
+use crate::generation::conversation::Turn;
+use crate::{Error, Result};
+use arrow_array::builder::{Int32Builder, Int8Builder, ListBuilder, StringBuilder, StructBuilder};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
+use domain::export::{FileFormat, Layout};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::Compression;
+use parquet::file::properties::WriterProperties;
+use serde::Serialize;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Rows per Parquet row group: bounds what the writer holds in memory.
+const ROW_GROUP: usize = 1024;
+
+pub enum DataWriter {
+    Jsonl { out: BufWriter<File>, layout: Layout },
+    Parquet { out: ArrowWriter<File>, layout: Layout, schema: SchemaRef },
+}
+
+#[derive(Serialize)]
+struct SpecForgeRow<'a> {
+    id: &'a str,
+    conversations: &'a [Turn],
+}
+
+#[derive(Serialize)]
+struct OpenAiRow<'a> {
+    id: &'a str,
+    messages: &'a [Turn],
+}
+
+#[derive(Serialize)]
+struct TokenizedRow<'a> {
+    id: &'a str,
+    input_ids: &'a [u32],
+    loss_mask: &'a [u8],
+}
+
+fn io(path: &Path, e: impl std::fmt::Display) -> Error {
+    Error::Internal(anyhow::anyhow!("writing {}: {e}", path.display()))
+}
+
+impl DataWriter {
+    pub fn create(path: &Path, layout: Layout, format: FileFormat) -> Result<Self> {
+        let file = File::create(path).map_err(|e| io(path, e))?;
+        Ok(match format {
+            FileFormat::Jsonl => DataWriter::Jsonl { out: BufWriter::with_capacity(1 << 20, file), layout },
+            FileFormat::Parquet => {
+                let schema = schema(layout);
+                let props = WriterProperties::builder()
+                    .set_compression(Compression::SNAPPY)
+                    .set_max_row_group_size(ROW_GROUP)
+                    .build();
+                let out = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|e| io(path, e))?;
+                DataWriter::Parquet { out, layout, schema }
+            }
+        })
+    }
+
+    pub fn write_conversations(&mut self, rows: &[Conversation]) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        match self {
+            DataWriter::Jsonl { out, layout } => {
+                for row in rows {
+                    match layout {
+                        Layout::Messages => {
+                            serde_json::to_writer(&mut *out, &OpenAiRow { id: &row.id, messages: &row.turns })
+                        }
+                        _ => serde_json::to_writer(
+                            &mut *out,
+                            &SpecForgeRow { id: &row.id, conversations: &row.turns },
+                        ),
+                    }
+                    .map_err(|e| Error::Internal(e.into()))?;
+                    out.write_all(b"\n").map_err(|e| Error::Internal(e.into()))?;
+                }
+                Ok(())
+            }
+            DataWriter::Parquet { out, schema, .. } => {
+                let batch = conversation_batch(schema.clone(), rows)?;
+                out.write(&batch).map_err(|e| Error::Internal(e.into()))
+            }
+        }
+    }
+
+    pub fn write_tokenized(&mut self, rows: &[Tokenized]) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        match self {
+            DataWriter::Jsonl { out, .. } => {
+                for row in rows {
+                    let record =
+                        TokenizedRow { id: &row.id, input_ids: &row.input_ids, loss_mask: &row.loss_mask };
+                    serde_json::to_writer(&mut *out, &record).map_err(|e| Error::Internal(e.into()))?;
+                    out.write_all(b"\n").map_err(|e| Error::Internal(e.into()))?;
+                }
+                Ok(())
+            }
+            DataWriter::Parquet { out, schema, .. } => {
+                let batch = tokenized_batch(schema.clone(), rows)?;
+                out.write(&batch).map_err(|e| Error::Internal(e.into()))
+            }
+        }
+    }
+
+    pub fn finish(self) -> Result<()> {
+        match self {
+            DataWriter::Jsonl { mut out, .. } => {
+                out.flush().map_err(|e| Error::Internal(e.into()))?;
+                out.into_inner()
+                    .map_err(|e| Error::Internal(anyhow::anyhow!("{e}")))?
+                    .sync_all()
+                    .map_err(|e| Error::Internal(e.into()))
+            }
+            DataWriter::Parquet { out, layout: _, .. } => {
+                let file = out.into_inner().map_err(|e| Error::Internal(e.into()))?;
+                file.sync_all().map_err(|e| Error::Internal(e.into()))
+            }
+        }
+    }
+}
+
+fn turn_fields() -> Fields {
+    Fields::from(vec![
+        Field::new("role", DataType::Utf8, false),
+        Field::new("content", DataType::Utf8, false),
+        Field::new("reasoning_content", DataType::Utf8, true),
+    ])
+}
+
+fn turn_item() -> Arc<Field> {
+    Arc::new(Field::new("item", DataType::Struct(turn_fields()), false))
+}
+
+fn schema(layout: Layout) -> SchemaRef {
+    let id = Field::new("id", DataType::Utf8, false);
+    Arc::new(match layout {
+        Layout::Conversations | Layout::Messages => {
+            let name = if layout == Layout::Messages { "messages" } else { "conversations" };
+            Schema::new(vec![id, Field::new(name, DataType::List(turn_item()), false)])
+        }
+        Layout::Tokenized => Schema::new(vec![
+            id,
+            Field::new(
+                "input_ids",
+                DataType::List(Arc::new(Field::new("item", DataType::Int32, false))),
+                false,
+            ),
+            Field::new(
+                "loss_mask",
+                DataType::List(Arc::new(Field::new("item", DataType::Int8, false))),
+                false,
+            ),
+        ]),
+    })
+}
+
+fn conversation_batch(schema: SchemaRef, rows: &[Conversation]) -> Result<RecordBatch> {
+    let mut ids = StringBuilder::new();
+    let mut turns =
+        ListBuilder::new(StructBuilder::from_fields(turn_fields(), rows.len() * 3)).with_field(turn_item());
+    for row in rows {
+        ids.append_value(&row.id);
+        let structs = turns.values();
+        for turn in &row.turns {
+            structs.field_builder::<StringBuilder>(0).expect("role").append_value(&turn.role);
+            structs.field_builder::<StringBuilder>(1).expect("content").append_value(&turn.content);
+            structs
+                .field_builder::<StringBuilder>(2)
+                .expect("reasoning_content")
+                .append_option(turn.reasoning_content.as_deref());
+            structs.append(true);
+        }
+        turns.append(true);
+    }
+    let columns: Vec<ArrayRef> = vec![Arc::new(ids.finish()), Arc::new(turns.finish())];
+    RecordBatch::try_new(schema, columns).map_err(|e| Error::Internal(e.into()))
+}
+
+fn tokenized_batch(schema: SchemaRef, rows: &[Tokenized]) -> Result<RecordBatch> {
+    let mut ids = StringBuilder::new();
+    let mut input_ids = ListBuilder::new(Int32Builder::new()).with_field(Arc::new(Field::new(
+        "item",
+        DataType::Int32,
+        false,
+    )));
+    let mut loss_mask =
+        ListBuilder::new(Int8Builder::new()).with_field(Arc::new(Field::new("item", DataType::Int8, false)));
+    for row in rows {
+        ids.append_value(&row.id);
+        input_ids.values().append_slice(&row.input_ids.iter().map(|&t| t as i32).collect::<Vec<_>>());
+        input_ids.append(true);
+        loss_mask.values().append_slice(&row.loss_mask.iter().map(|&m| m as i8).collect::<Vec<_>>());
+        loss_mask.append(true);
+    }
+    let columns: Vec<ArrayRef> =
+        vec![Arc::new(ids.finish()), Arc::new(input_ids.finish()), Arc::new(loss_mask.finish())];
+    RecordBatch::try_new(schema, columns).map_err(|e| Error::Internal(e.into()))
+}
