@@ -31,5 +31,7 @@ if [ "$("$BIN" user count)" = 0 ]; then
   say "created the first admin: sign in as 'admin' with password '$password' (also in .data/first-admin.txt)"
 fi
 
+"$BIN" dataset import-demo-if-empty
+
 say "starting Draft Studio at http://${DS_BIND:-127.0.0.1:3000}"
 exec "$BIN" serve

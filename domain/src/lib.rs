@@ -4,6 +4,7 @@
 //! the `sqlx` feature, which the engine enables and the wasm build never sees.
 
 pub mod access;
+pub mod dataset;
 pub mod endpoint;
 pub mod generation;
 pub mod role;

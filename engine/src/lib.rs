@@ -2,6 +2,9 @@
 //! engine and its vLLM client, the review queue and exporters. No UI code lives here.
 
 pub mod auth;
+#[cfg(feature = "test-support")]
+pub mod dataset_files;
+pub mod datasets;
 pub mod db;
 pub mod endpoints;
 pub mod error;

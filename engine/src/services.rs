@@ -1,4 +1,4 @@
-use crate::{auth::LoginLimiter, metrics::EngineMetrics, vllm::http_client};
+use crate::{auth::LoginLimiter, datasets::DatasetSettings, metrics::EngineMetrics, vllm::http_client};
 use sqlx::PgPool;
 use std::sync::Arc;
 
@@ -10,6 +10,8 @@ pub struct Services {
     /// One HTTP connection pool for every vLLM server.
     pub http: reqwest::Client,
     pub metrics: Arc<EngineMetrics>,
+    /// Where datasets may be read from and stored.
+    pub datasets: Arc<DatasetSettings>,
 }
 
 impl Services {
@@ -19,6 +21,12 @@ impl Services {
             login_limiter: Arc::new(LoginLimiter::default()),
             http: http_client(),
             metrics: Arc::new(EngineMetrics::default()),
+            datasets: Arc::new(DatasetSettings::default()),
         }
+    }
+
+    pub fn with_datasets(mut self, settings: DatasetSettings) -> Self {
+        self.datasets = Arc::new(settings);
+        self
     }
 }

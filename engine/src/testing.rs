@@ -42,8 +42,9 @@ pub async fn user(pool: &PgPool) -> i64 {
 
 /// A ready dataset of `n` conversations, each a user question (and an old answer).
 pub async fn dataset(pool: &PgPool, n: usize) -> i64 {
-    let questions: Vec<String> =
-        (0..n).map(|i| format!("Question {i}: explain topic number {i} in a few sentences, please.")).collect();
+    let questions: Vec<String> = (0..n)
+        .map(|i| format!("Question {i}: explain topic number {i} in a few sentences, please."))
+        .collect();
     dataset_of(pool, &questions).await
 }
 
@@ -85,7 +86,11 @@ pub async fn endpoint_at(pool: &PgPool, base_url: &str, by: i64) -> i64 {
     crate::endpoints::create(
         pool,
         &http_client(),
-        crate::endpoints::NewEndpoint { name: &format!("ep-{}", rand::random::<u32>()), base_url, api_key: None },
+        crate::endpoints::NewEndpoint {
+            name: &format!("ep-{}", rand::random::<u32>()),
+            base_url,
+            api_key: None,
+        },
         by,
     )
     .await

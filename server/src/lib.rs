@@ -13,3 +13,4 @@ pub mod session;
 pub mod shutdown;
 pub mod state;
 pub mod telemetry;
+pub mod uploads;

@@ -14,7 +14,14 @@ pub struct Outcome {
     pub finished: Duration,
 }
 
-pub async fn run(base_url: &str, model: &str, prompts: &[String], concurrency: usize, timeout: Duration, max_tokens: u32) -> Vec<Outcome> {
+pub async fn run(
+    base_url: &str,
+    model: &str,
+    prompts: &[String],
+    concurrency: usize,
+    timeout: Duration,
+    max_tokens: u32,
+) -> Vec<Outcome> {
     let http = reqwest::Client::builder().pool_max_idle_per_host(1024).build().unwrap();
     let slots = Arc::new(Semaphore::new(concurrency));
     let start = Instant::now();

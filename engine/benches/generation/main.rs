@@ -13,16 +13,25 @@ mod baseline;
 mod sim_process;
 
 use domain::generation::{Concurrency, RunSettings};
-use engine::{generation::{Worker, WorkerOptions}, metrics::EngineMetrics, testing, vllm::http_client};
+use engine::{
+    generation::{Worker, WorkerOptions},
+    metrics::EngineMetrics,
+    testing,
+    vllm::http_client,
+};
 use sim_process::SimProcess;
 use sqlx::{migrate::MigrateDatabase, PgPool, Postgres};
-use std::{sync::Arc, time::{Duration, Instant}};
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
 use tokio_util::sync::CancellationToken;
 
 const TIME_SCALE: f64 = 20.0;
 const CAPACITY: f64 = 1500.0; // simulated tokens/s
 const MAX_TOKENS: u32 = 8192;
-const LENGTHS: [&str; 6] = ["--median-completion-tokens", "120", "--completion-sigma", "1.2", "--completion-cap", "8192"];
+const LENGTHS: [&str; 6] =
+    ["--median-completion-tokens", "120", "--completion-sigma", "1.2", "--completion-cap", "8192"];
 
 fn overload_args() -> Vec<&'static str> {
     let mut args = vec!["--aggregate-tokens-per-s", "1500", "--max-num-seqs", "200", "--time-scale", "20"];
@@ -60,20 +69,58 @@ async fn main() {
     let mut reports = Vec::new();
 
     let sim = SimProcess::start(&overload_args()).await;
-    reports.push(baseline_report("(a) 200 fixed, non-streaming, 60 s timeout, no retry", &sim, &prompts, &lengths, 200, 60.0).await);
+    reports.push(
+        baseline_report(
+            "(a) 200 fixed, non-streaming, 60 s timeout, no retry",
+            &sim,
+            &prompts,
+            &lengths,
+            200,
+            60.0,
+        )
+        .await,
+    );
     drop(sim);
     let sim = SimProcess::start(&overload_args()).await;
-    reports.push(baseline_report("(b) 128 fixed, non-streaming, 600 s timeout, no retry", &sim, &prompts, &lengths, 128, 600.0).await);
+    reports.push(
+        baseline_report(
+            "(b) 128 fixed, non-streaming, 600 s timeout, no retry",
+            &sim,
+            &prompts,
+            &lengths,
+            128,
+            600.0,
+        )
+        .await,
+    );
     drop(sim);
     let mut best_fixed = 0.0f64;
     for fixed in [16, 32, 64, 128, 200, 300] {
         let sim = SimProcess::start(&overload_args()).await;
-        let report = engine_report(&format!("Draft Studio, fixed {fixed}"), &pool, by, &sim, &prompts, &lengths, Concurrency::Fixed { limit: fixed }).await;
+        let report = engine_report(
+            &format!("Draft Studio, fixed {fixed}"),
+            &pool,
+            by,
+            &sim,
+            &prompts,
+            &lengths,
+            Concurrency::Fixed { limit: fixed },
+        )
+        .await;
         best_fixed = best_fixed.max(report.saturated_tps);
         reports.push(report);
     }
     let sim = SimProcess::start(&overload_args()).await;
-    let adaptive = engine_report("(c) Draft Studio, adaptive (default bounds 4–512)", &pool, by, &sim, &prompts, &lengths, Concurrency::Adaptive { min: 4, max: 512 }).await;
+    let adaptive = engine_report(
+        "(c) Draft Studio, adaptive (default bounds 4–512)",
+        &pool,
+        by,
+        &sim,
+        &prompts,
+        &lengths,
+        Concurrency::Adaptive { min: 4, max: 512 },
+    )
+    .await;
     let adaptive_tps = adaptive.saturated_tps;
     reports.push(adaptive);
     drop(sim);
@@ -103,13 +150,23 @@ async fn main() {
 }
 
 fn prompt(i: usize) -> String {
-    let topics = ["sorting algorithms", "the French revolution", "photosynthesis", "compound interest", "TCP congestion control", "a haiku about rain", "unit testing", "black holes"];
+    let topics = [
+        "sorting algorithms",
+        "the French revolution",
+        "photosynthesis",
+        "compound interest",
+        "TCP congestion control",
+        "a haiku about rain",
+        "unit testing",
+        "black holes",
+    ];
     let detail = "Please be thorough and give examples. ".repeat(i % 5);
     format!("Request {i}: explain {} to a new colleague. {detail}", topics[i % topics.len()])
 }
 
 async fn scratch_database() -> PgPool {
-    let server = std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    let server = std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
     let url = format!("{}/draft_studio_bench", server.rsplit_once('/').unwrap().0);
     let _ = Postgres::drop_database(&url).await;
     Postgres::create_database(&url).await.unwrap();
@@ -121,10 +178,12 @@ async fn scratch_database() -> PgPool {
 /// Each prompt's full completion length, asked of an unthrottled simulator with the same
 /// length settings (lengths are fixed per prompt).
 async fn natural_lengths(prompts: &[String]) -> Vec<u32> {
-    let mut args = vec!["--aggregate-tokens-per-s", "0", "--per-seq-tokens-per-s", "0", "--prefill-tokens-per-s", "0"];
+    let mut args =
+        vec!["--aggregate-tokens-per-s", "0", "--per-seq-tokens-per-s", "0", "--prefill-tokens-per-s", "0"];
     args.extend(LENGTHS);
     let sim = SimProcess::start(&args).await;
-    let outcomes = baseline::run(&sim.base_url, "sim-model", prompts, 64, Duration::from_secs(600), MAX_TOKENS).await;
+    let outcomes =
+        baseline::run(&sim.base_url, "sim-model", prompts, 64, Duration::from_secs(600), MAX_TOKENS).await;
     let mut lengths = vec![0; prompts.len()];
     for o in outcomes {
         lengths[o.prompt] = o.tokens.expect("the unthrottled simulator answers everything");
@@ -132,12 +191,22 @@ async fn natural_lengths(prompts: &[String]) -> Vec<u32> {
     lengths
 }
 
-async fn baseline_report(name: &str, sim: &SimProcess, prompts: &[String], lengths: &[u32], concurrency: usize, timeout_secs: f64) -> Report {
+async fn baseline_report(
+    name: &str,
+    sim: &SimProcess,
+    prompts: &[String],
+    lengths: &[u32],
+    concurrency: usize,
+    timeout_secs: f64,
+) -> Report {
     let start = Instant::now();
-    let outcomes = baseline::run(&sim.base_url, "sim-model", prompts, concurrency, scaled(timeout_secs), MAX_TOKENS).await;
+    let outcomes =
+        baseline::run(&sim.base_url, "sim-model", prompts, concurrency, scaled(timeout_secs), MAX_TOKENS)
+            .await;
     let makespan = start.elapsed();
     let lost: Vec<u32> = outcomes.iter().filter(|o| o.tokens.is_none()).map(|o| lengths[o.prompt]).collect();
-    let finished: Vec<(f64, Option<u32>)> = outcomes.iter().map(|o| (o.finished.as_secs_f64(), o.tokens)).collect();
+    let finished: Vec<(f64, Option<u32>)> =
+        outcomes.iter().map(|o| (o.finished.as_secs_f64(), o.tokens)).collect();
     let useful: u64 = outcomes.iter().filter_map(|o| o.tokens).map(u64::from).sum();
     Report {
         name: name.to_string(),
@@ -149,7 +218,15 @@ async fn baseline_report(name: &str, sim: &SimProcess, prompts: &[String], lengt
     }
 }
 
-async fn engine_report(name: &str, pool: &PgPool, by: i64, sim: &SimProcess, prompts: &[String], lengths: &[u32], concurrency: Concurrency) -> Report {
+async fn engine_report(
+    name: &str,
+    pool: &PgPool,
+    by: i64,
+    sim: &SimProcess,
+    prompts: &[String],
+    lengths: &[u32],
+    concurrency: Concurrency,
+) -> Report {
     let dataset = testing::dataset_of(pool, prompts).await;
     let endpoint = testing::endpoint_at(pool, &sim.base_url, by).await;
     let mut settings = RunSettings::with_defaults("sim-model", vec![endpoint], MAX_TOKENS);
@@ -180,12 +257,14 @@ async fn engine_report(name: &str, pool: &PgPool, by: i64, sim: &SimProcess, pro
     let useful: u64 = rows.iter().filter(|r| r.0 == "ok").map(|r| r.1.unwrap_or(0) as u64).sum();
     let finished: Vec<(f64, Option<u32>)> =
         rows.iter().map(|r| (r.2, (r.0 == "ok").then(|| r.1.unwrap_or(0) as u32))).collect();
-    let lost: Vec<u32> = rows.iter().enumerate().filter(|(_, r)| r.0 != "ok").map(|(i, _)| lengths[i]).collect();
-    let limit: (i32, String) = sqlx::query_as("SELECT concurrency_limit, limit_reason FROM run_endpoints WHERE run_id = $1")
-        .bind(run)
-        .fetch_one(pool)
-        .await
-        .unwrap();
+    let lost: Vec<u32> =
+        rows.iter().enumerate().filter(|(_, r)| r.0 != "ok").map(|(i, _)| lengths[i]).collect();
+    let limit: (i32, String) =
+        sqlx::query_as("SELECT concurrency_limit, limit_reason FROM run_endpoints WHERE run_id = $1")
+            .bind(run)
+            .fetch_one(pool)
+            .await
+            .unwrap();
     Report {
         name: format!("{name} (final limit {}: {})", limit.0, limit.1),
         lost: lost.len(),
@@ -213,12 +292,18 @@ fn per_simulated_second(tokens: u64, real: Duration) -> f64 {
 /// "lost / all" per band of natural completion length.
 fn length_bands(lost: &[u32], all: &[u32]) -> String {
     let bands = [(0, 256), (256, 1024), (1024, 4096), (4096, u32::MAX)];
-    let name = |(lo, hi): (u32, u32)| if hi == u32::MAX { format!("≥{lo}") } else { format!("{lo}–{}", hi - 1) };
+    let name =
+        |(lo, hi): (u32, u32)| if hi == u32::MAX { format!("≥{lo}") } else { format!("{lo}–{}", hi - 1) };
     bands
         .iter()
         .map(|&(lo, hi)| {
             let in_band = |l: &&u32| **l >= lo && **l < hi;
-            format!("{}: {}/{}", name((lo, hi)), lost.iter().filter(in_band).count(), all.iter().filter(in_band).count())
+            format!(
+                "{}: {}/{}",
+                name((lo, hi)),
+                lost.iter().filter(in_band).count(),
+                all.iter().filter(in_band).count()
+            )
         })
         .collect::<Vec<_>>()
         .join(", ")
@@ -227,8 +312,18 @@ fn length_bands(lost: &[u32], all: &[u32]) -> String {
 /// Streams a large run from an unthrottled simulator and reports this process's CPU time.
 async fn client_cost(pool: &PgPool, by: i64, per_token_chunks: bool) {
     let mut args = vec![
-        "--aggregate-tokens-per-s", "0", "--per-seq-tokens-per-s", "0", "--prefill-tokens-per-s", "0",
-        "--median-completion-tokens", "1000", "--completion-sigma", "0.3", "--completion-cap", "4000",
+        "--aggregate-tokens-per-s",
+        "0",
+        "--per-seq-tokens-per-s",
+        "0",
+        "--prefill-tokens-per-s",
+        "0",
+        "--median-completion-tokens",
+        "1000",
+        "--completion-sigma",
+        "0.3",
+        "--completion-cap",
+        "4000",
     ];
     if per_token_chunks {
         args.push("--ignore-stream-interval");
@@ -241,7 +336,12 @@ async fn client_cost(pool: &PgPool, by: i64, per_token_chunks: bool) {
     settings.concurrency = Concurrency::Fixed { limit: 64 };
     let run = testing::create_run(pool, dataset, settings, by).await;
     let stop = CancellationToken::new();
-    let worker = Worker::new(pool.clone(), http_client(), Arc::new(EngineMetrics::default()), WorkerOptions::default());
+    let worker = Worker::new(
+        pool.clone(),
+        http_client(),
+        Arc::new(EngineMetrics::default()),
+        WorkerOptions::default(),
+    );
     let cpu_before = cpu_time();
     let start = Instant::now();
     let handle = tokio::spawn(worker.run(stop.clone()));
@@ -250,11 +350,12 @@ async fn client_cost(pool: &PgPool, by: i64, per_token_chunks: bool) {
     let cpu = cpu_time() - cpu_before;
     stop.cancel();
     handle.await.unwrap().unwrap();
-    let tokens: i64 = sqlx::query_scalar("SELECT sum(completion_tokens)::bigint FROM samples WHERE run_id = $1")
-        .bind(run)
-        .fetch_one(pool)
-        .await
-        .unwrap();
+    let tokens: i64 =
+        sqlx::query_scalar("SELECT sum(completion_tokens)::bigint FROM samples WHERE run_id = $1")
+            .bind(run)
+            .fetch_one(pool)
+            .await
+            .unwrap();
     let stats = sim.stats().await;
     let chunks = if per_token_chunks { "one chunk per token" } else { "stream_interval 16" };
     println!(
@@ -275,7 +376,7 @@ fn cpu_time() -> Duration {
         libc::getrusage(libc::RUSAGE_SELF, &mut usage);
         usage
     };
-    let tv = |t: libc::timeval| Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64);
+    let tv =
+        |t: libc::timeval| Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64);
     tv(usage.ru_utime) + tv(usage.ru_stime)
 }
-
