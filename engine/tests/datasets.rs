@@ -415,6 +415,10 @@ async fn a_cancelled_import_keeps_no_rows_and_never_reads_ready(pool: PgPool) {
     assert!(e.contains("already ended"), "{e}");
 }
 
+fn authorized(headers: &HeaderMap) -> bool {
+    headers.get("authorization").and_then(|v| v.to_str().ok()) == Some("Bearer hf_secret")
+}
+
 /// A fake hub: lists two Parquet shards for `org/chat` (default/train) and serves them, only
 /// to callers with the token.
 async fn fake_hub(dir: &Path) -> std::net::SocketAddr {
@@ -425,9 +429,6 @@ async fn fake_hub(dir: &Path) -> std::net::SocketAddr {
     let shards = Arc::new(vec![std::fs::read(shard_a).unwrap(), std::fs::read(shard_b).unwrap()]);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let authorized = |headers: &HeaderMap| {
-        headers.get("authorization").and_then(|v| v.to_str().ok()) == Some("Bearer hf_secret")
-    };
     let app =
         Router::new()
             .route(
@@ -459,7 +460,7 @@ async fn fake_hub(dir: &Path) -> std::net::SocketAddr {
             .route(
                 "/files/{n}",
                 get(
-                    |State(shards): State<Arc<Vec<Vec<u8>>>>,
+                    move |State(shards): State<Arc<Vec<Vec<u8>>>>,
                      UrlPath(n): UrlPath<String>,
                      headers: HeaderMap| async move {
                         if !authorized(&headers) {
