@@ -429,49 +429,43 @@ async fn fake_hub(dir: &Path) -> std::net::SocketAddr {
     let shards = Arc::new(vec![std::fs::read(shard_a).unwrap(), std::fs::read(shard_b).unwrap()]);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let app =
-        Router::new()
-            .route(
-                "/api/datasets/{owner}/{name}/parquet/{config}/{split}",
-                get(
-                    move |UrlPath((owner, name, config, split)): UrlPath<(
-                        String,
-                        String,
-                        String,
-                        String,
-                    )>,
-                          headers: HeaderMap| async move {
-                        if !authorized(&headers) {
-                            return StatusCode::UNAUTHORIZED.into_response();
-                        }
-                        if (owner.as_str(), name.as_str(), config.as_str(), split.as_str())
-                            != ("org", "chat", "default", "train")
-                        {
-                            return StatusCode::NOT_FOUND.into_response();
-                        }
-                        Json(vec![
-                            format!("http://{addr}/files/0.parquet"),
-                            format!("http://{addr}/files/1.parquet"),
-                        ])
-                        .into_response()
-                    },
-                ),
-            )
-            .route(
-                "/files/{n}",
-                get(
-                    move |State(shards): State<Arc<Vec<Vec<u8>>>>,
-                     UrlPath(n): UrlPath<String>,
-                     headers: HeaderMap| async move {
-                        if !authorized(&headers) {
-                            return StatusCode::UNAUTHORIZED.into_response();
-                        }
-                        let i: usize = n.trim_end_matches(".parquet").parse().unwrap();
-                        shards[i].clone().into_response()
-                    },
-                ),
-            )
-            .with_state(shards);
+    let app = Router::new()
+        .route(
+            "/api/datasets/{owner}/{name}/parquet/{config}/{split}",
+            get(
+                move |UrlPath((owner, name, config, split)): UrlPath<(String, String, String, String)>,
+                      headers: HeaderMap| async move {
+                    if !authorized(&headers) {
+                        return StatusCode::UNAUTHORIZED.into_response();
+                    }
+                    if (owner.as_str(), name.as_str(), config.as_str(), split.as_str())
+                        != ("org", "chat", "default", "train")
+                    {
+                        return StatusCode::NOT_FOUND.into_response();
+                    }
+                    Json(vec![
+                        format!("http://{addr}/files/0.parquet"),
+                        format!("http://{addr}/files/1.parquet"),
+                    ])
+                    .into_response()
+                },
+            ),
+        )
+        .route(
+            "/files/{n}",
+            get(
+                move |State(shards): State<Arc<Vec<Vec<u8>>>>,
+                      UrlPath(n): UrlPath<String>,
+                      headers: HeaderMap| async move {
+                    if !authorized(&headers) {
+                        return StatusCode::UNAUTHORIZED.into_response();
+                    }
+                    let i: usize = n.trim_end_matches(".parquet").parse().unwrap();
+                    shards[i].clone().into_response()
+                },
+            ),
+        )
+        .with_state(shards);
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     addr
 }

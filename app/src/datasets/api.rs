@@ -22,7 +22,7 @@ pub async fn list_datasets() -> Result<Vec<DatasetSummary>, AppError> {
 }
 
 #[server(endpoint = "datasets/detail", input = Json)]
-pub async fn dataset_detail(id: i64) -> Result<DatasetDetail, AppError> {
+pub async fn fetch_dataset_detail(id: i64) -> Result<DatasetDetail, AppError> {
     use crate::ssr;
     ssr::require(domain::Role::Engineer)?;
     Ok(engine::datasets::store::detail(&ssr::services()?.pool, id).await?)
@@ -37,7 +37,7 @@ pub async fn dataset_rows(id: i64, after: Option<i64>, search: String) -> Result
 }
 
 #[server(endpoint = "datasets/limits", input = Json)]
-pub async fn import_limits() -> Result<ImportLimits, AppError> {
+pub async fn fetch_import_limits() -> Result<ImportLimits, AppError> {
     use crate::ssr;
     ssr::require(domain::Role::Engineer)?;
     let settings = ssr::services()?.datasets;

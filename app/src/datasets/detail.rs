@@ -2,7 +2,7 @@
 //! histograms, rejected rows with their reasons, and a paged row browser with search.
 
 use super::{
-    api::{dataset_detail, dataset_rows, CancelImport},
+    api::{dataset_rows, fetch_dataset_detail, CancelImport},
     bytes,
     charts::{bucket_rows, Bars},
     every,
@@ -26,7 +26,7 @@ pub fn DatasetPage() -> impl IntoView {
         move || (id(), refresh.get(), cancel.version().get()),
         |(id, _, _)| async move {
             match id {
-                Some(id) => dataset_detail(id).await,
+                Some(id) => fetch_dataset_detail(id).await,
                 None => Err(crate::AppError::NotFound("dataset not found".into())),
             }
         },

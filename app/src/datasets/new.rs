@@ -2,7 +2,7 @@
 //! detected schema and a preview, adjust the mapping, name it and import.
 
 use super::{
-    api::{import_limits, ImportDataset, PreviewDataset},
+    api::{fetch_import_limits, ImportDataset, PreviewDataset},
     bytes,
 };
 use domain::dataset::{Mapping, Preview, PreviewRow, Schema, SourceSpec};
@@ -24,7 +24,7 @@ pub fn NewDatasetPage() -> impl IntoView {
     let name = RwSignal::new(String::new());
     let preview = ServerAction::<PreviewDataset>::new();
     let import = ServerAction::<ImportDataset>::new();
-    let limits = Resource::new(|| (), |_| import_limits());
+    let limits = Resource::new(|| (), |_| fetch_import_limits());
 
     let ask_preview = move |src: SourceSpec, with: Option<Mapping>| {
         source.set(Some(src.clone()));
