@@ -32,6 +32,7 @@ if [ "$("$BIN" user count)" = 0 ]; then
   say "created the first admin: sign in as 'admin' with password '$password' (also in .data/first-admin.txt)"
 fi
 
+"$BIN" dataset import-demo-if-empty
 if [ -z "${DS_VLLM_URL:-}" ]; then
   DS_VLLM_URL=http://127.0.0.1:8100
   if ! curl -sf "$DS_VLLM_URL/health" >/dev/null 2>&1; then

@@ -6,6 +6,7 @@
 pub mod auth;
 pub mod components;
 pub mod endpoints;
+pub mod datasets;
 pub mod error;
 pub mod pages;
 pub mod review;
@@ -65,7 +66,15 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("") view=HomePage/>
                     <Route
                         path=path!("datasets")
-                        view=|| view! { <Guard role=Role::Engineer><Pending section="Datasets" issue=3/></Guard> }
+                        view=|| view! { <Guard role=Role::Engineer><datasets::list::DatasetsPage/></Guard> }
+                    />
+                    <Route
+                        path=path!("datasets/new")
+                        view=|| view! { <Guard role=Role::Engineer><datasets::new::NewDatasetPage/></Guard> }
+                    />
+                    <Route
+                        path=path!("datasets/:id")
+                        view=|| view! { <Guard role=Role::Engineer><datasets::detail::DatasetPage/></Guard> }
                     />
                     <Route
                         path=path!("runs")

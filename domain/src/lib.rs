@@ -5,6 +5,7 @@
 
 pub mod access;
 pub mod dashboard;
+pub mod dataset;
 pub mod endpoint;
 pub mod export;
 pub mod generation;

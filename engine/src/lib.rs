@@ -3,6 +3,9 @@
 
 pub mod auth;
 pub mod dashboard;
+#[cfg(feature = "test-support")]
+pub mod dataset_files;
+pub mod datasets;
 pub mod db;
 pub mod endpoints;
 pub mod error;

@@ -1,6 +1,7 @@
 use crate::{
     auth::LoginLimiter,
     dashboard::{AlertPolicy, LiveHub},
+    datasets::DatasetSettings,
     metrics::EngineMetrics,
     vllm::http_client,
 };
@@ -19,6 +20,8 @@ pub struct Services {
     pub live: Arc<LiveHub>,
     /// Where exports may be written (storage roots, S3 settings).
     pub export_storage: Arc<crate::export::Storage>,
+    /// Where datasets may be read from and stored.
+    pub datasets: Arc<DatasetSettings>,
 }
 
 impl Services {
@@ -37,7 +40,13 @@ impl Services {
                 Vec::new(),
                 crate::export::S3Options::from_env(),
             )),
+            datasets: Arc::new(DatasetSettings::default()),
         }
+    }
+
+    pub fn with_datasets(mut self, settings: DatasetSettings) -> Self {
+        self.datasets = Arc::new(settings);
+        self
     }
 
     /// Sets the folders exports may be written under (DS_EXPORT_ROOTS).

@@ -42,6 +42,43 @@ pub enum EndpointCommand {
     },
     /// Print every endpoint with its models, one per line.
     List,
+    /// Import source datasets from the command line.
+    #[command(subcommand)]
+    Dataset(DatasetCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum DatasetCommand {
+    /// Import a file under one of the dataset folders (DS_DATASET_ROOTS) and wait until it is done.
+    Import(DatasetImport),
+    /// Import the bundled demo conversations (demo/conversations.jsonl) when no dataset exists yet.
+    ImportDemoIfEmpty,
+}
+
+#[derive(Args, Debug)]
+pub struct DatasetImport {
+    /// A .jsonl, .jsonl.gz, .json or .parquet file.
+    pub path: String,
+    /// The dataset's name (default: the file name).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// sharegpt, openai, alpaca or prompt (default: detected from the columns).
+    #[arg(long, value_parser = parse_schema)]
+    pub schema: Option<domain::dataset::Schema>,
+    /// The column holding the conversation or prompt (default: the schema's usual one).
+    #[arg(long)]
+    pub column: Option<String>,
+    /// The column holding a stable id (default: detected, else the content hash).
+    #[arg(long)]
+    pub id_column: Option<String>,
+    /// The column holding a category (default: detected `category` or `source`).
+    #[arg(long)]
+    pub category_column: Option<String>,
+}
+
+fn parse_schema(value: &str) -> Result<domain::dataset::Schema, String> {
+    domain::dataset::Schema::parse(value)
+        .ok_or_else(|| format!("`{value}` is not a schema: use sharegpt, openai, alpaca or prompt"))
 }
 
 #[derive(Subcommand, Debug)]

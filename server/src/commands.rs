@@ -1,7 +1,7 @@
 //! What each command-line subcommand does.
 
 use crate::{
-    cli::{Cli, Command, EndpointCommand, UserAdd, UserCommand},
+    cli::{Cli, Command, DatasetCommand, DatasetImport, EndpointCommand, UserAdd, UserCommand},
     config::Config,
     leptos_config, router, session, shutdown,
     state::AppState,
@@ -15,6 +15,10 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 /// How long shutdown waits for background tasks after the HTTP server has drained.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+/// An import that has not reported progress for this long is taken to have died with its server.
+const STALE_IMPORT_SECS: i64 = 120;
+/// The demo conversations shipped in the repository.
+const DEMO_DATASET: &str = "demo/conversations.jsonl";
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let config = Config::from_env()?;
@@ -31,6 +35,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::User(command) => user(config, command).await,
         Command::Endpoint(command) => endpoint(config, command).await,
+        Command::Dataset(command) => dataset(config, command).await,
     }
 }
 
@@ -44,7 +49,11 @@ pub async fn open_database(config: &Config) -> anyhow::Result<PgPool> {
 
 async fn serve(config: Config, no_workers: bool, shutdown: CancellationToken) -> anyhow::Result<()> {
     let pool = open_database(&config).await?;
-    let services = Services::with_alert_policy(pool.clone(), config.alert_policy());
+    let services = Services::with_alert_policy(pool.clone(), config.alert_policy()).with_datasets(config.dataset_settings());
+    let interrupted = engine::datasets::store::fail_interrupted(&pool, STALE_IMPORT_SECS).await?;
+    if interrupted > 0 {
+        tracing::warn!(interrupted, "imports that stopped with an earlier server were marked failed");
+    }
     let store = session::store(pool.clone());
     let key = session::signing_key(&config)?;
     let state = AppState::new(leptos_config::options(&config), services.clone());
@@ -251,5 +260,89 @@ fn read_password() -> anyhow::Result<String> {
         let mut line = String::new();
         std::io::stdin().read_line(&mut line)?;
         Ok(line.trim_end_matches(['\r', '\n']).to_string())
+    }
+}
+
+async fn dataset(config: Config, command: DatasetCommand) -> anyhow::Result<()> {
+    let pool = open_database(&config).await?;
+    let settings = config.dataset_settings();
+    match command {
+        DatasetCommand::Import(import) => import_dataset(&pool, &settings, import).await,
+        DatasetCommand::ImportDemoIfEmpty => {
+            let existing = engine::datasets::store::count(&pool).await?;
+            if existing > 0 {
+                println!("{existing} dataset(s) exist already; the demo is not imported");
+                return Ok(());
+            }
+            let import = DatasetImport {
+                path: DEMO_DATASET.into(),
+                name: Some("demo conversations".into()),
+                schema: None,
+                column: None,
+                id_column: None,
+                category_column: None,
+            };
+            import_dataset(&pool, &settings, import).await
+        }
+    }
+}
+
+async fn import_dataset(
+    pool: &PgPool,
+    settings: &engine::datasets::DatasetSettings,
+    import: DatasetImport,
+) -> anyhow::Result<()> {
+    use domain::dataset::{DatasetStatus, Mapping, SourceSpec};
+    let name = import.name.clone().unwrap_or_else(|| {
+        std::path::Path::new(&import.path)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| import.path.clone())
+    });
+    let mapping = import.schema.map(|schema| {
+        let mut mapping = Mapping::new(schema);
+        if let Some(column) = import.column.clone() {
+            mapping.column = column;
+        }
+        mapping.id_column = import.id_column.clone();
+        mapping.category_column = import.category_column.clone();
+        mapping
+    });
+    anyhow::ensure!(
+        mapping.is_some()
+            || (import.column.is_none() && import.id_column.is_none() && import.category_column.is_none()),
+        "--column, --id-column and --category-column need --schema"
+    );
+    let started = engine::datasets::import::start(
+        pool,
+        &engine::vllm::http_client(),
+        settings,
+        engine::datasets::import::NewImport {
+            name,
+            source: SourceSpec::Path { path: import.path.clone() },
+            mapping,
+            created_by: None,
+        },
+    )
+    .await?;
+    started.job.await.context("the import task panicked")?;
+    let summary = engine::datasets::store::summary(pool, started.id).await?;
+    match summary.status {
+        DatasetStatus::Ready => {
+            println!(
+                "imported `{}`: {} rows, {} duplicates, {} rejected ({:.0} rows/s)",
+                summary.name,
+                summary.rows_imported,
+                summary.rows_duplicate,
+                summary.rows_rejected,
+                summary.rows_per_s
+            );
+            Ok(())
+        }
+        status => anyhow::bail!(
+            "the import of `{}` {status}: {}",
+            summary.name,
+            summary.error.unwrap_or_else(|| "no reason recorded".into())
+        ),
     }
 }

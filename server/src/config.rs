@@ -206,6 +206,17 @@ impl Config {
         }
     }
 
+    /// Where datasets may be read from and kept, for the engine.
+    pub fn dataset_settings(&self) -> engine::datasets::DatasetSettings {
+        engine::datasets::DatasetSettings {
+            roots: self.dataset_roots.clone(),
+            files_dir: self.data_dir.clone(),
+            upload_limit: self.upload_limit,
+            hub_endpoint: self.hub_endpoint.clone(),
+            max_row_bytes: engine::datasets::DEFAULT_MAX_ROW_BYTES,
+        }
+    }
+
     pub fn secure_cookies(&self) -> bool {
         self.public_url.as_ref().is_some_and(|u| u.scheme() == "https")
     }

@@ -17,3 +17,4 @@ pub mod session;
 pub mod shutdown;
 pub mod state;
 pub mod telemetry;
+pub mod uploads;

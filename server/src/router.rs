@@ -1,6 +1,6 @@
 //! The HTTP surface: pages and server functions (Leptos), static assets, health and metrics.
 
-use crate::{access, events, health, metrics, session, state::AppState};
+use crate::{access, events, health, metrics, session, state::AppState, uploads};
 use app::{shell, App};
 use axum::{http::StatusCode, middleware, routing::get, Router};
 use leptos::prelude::provide_context;
@@ -40,6 +40,12 @@ pub fn build(state: AppState, sessions: session::Layer) -> Router {
         .layer(middleware::from_fn(access::api_error_status))
         .layer(middleware::from_fn(access::guard_api))
         .layer(middleware::from_fn_with_state(state.clone(), access::resolve_viewer))
+        .layer(sessions.clone());
+
+    // Uploads stream for as long as they take: same guards, no page timeout.
+    let upload_routes = uploads::routes()
+        .layer(middleware::from_fn(access::guard_api))
+        .layer(middleware::from_fn_with_state(state.clone(), access::resolve_viewer))
         .layer(sessions);
 
     let pkg_dir = std::path::Path::new(options.site_root.as_ref()).join(options.site_pkg_dir.as_ref());
@@ -47,6 +53,7 @@ pub fn build(state: AppState, sessions: session::Layer) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/metrics", get(metrics::serve))
         .nest_service("/pkg", ServeDir::new(pkg_dir).precompressed_gzip())
+        .merge(upload_routes)
         .merge(app_routes)
         .with_state(state)
         .layer(middleware::from_fn_with_state(http_metrics, metrics::track))

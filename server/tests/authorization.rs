@@ -187,6 +187,30 @@ async fn review_bulk_actions_need_an_engineer_inside_the_reviewer_namespace(pool
         } else {
             assert_eq!(count, Err(app::AppError::Forbidden));
             assert_eq!(apply, Err(app::AppError::Forbidden));
+/// API routes that are not server functions, with the method they answer.
+const OTHER_API_ROUTES: &[(&str, Method)] = &[(server::uploads::PATH, Method::POST)];
+
+#[sqlx::test(migrator = "engine::MIGRATOR")]
+async fn api_routes_outside_server_functions_are_guarded_by_their_namespace(pool: sqlx::PgPool) {
+    let (app, callers) = app_with_every_role(pool).await;
+    for (path, method) in OTHER_API_ROUTES {
+        let access = api_access(path).unwrap_or_else(|| panic!("{path} is in no namespace"));
+        for (role, cookie) in &callers {
+            let status =
+                app.send(method.clone(), path, cookie.as_deref(), Some(String::new())).await.status();
+            match (access, role) {
+                (PageAccess::Public, _) => {}
+                (PageAccess::Requires(_), None) => {
+                    assert_eq!(status, StatusCode::UNAUTHORIZED, "{path} anonymously")
+                }
+                (PageAccess::Requires(needed), Some(role)) if role.allows(needed) => assert!(
+                    status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN,
+                    "{path} as {role:?}: {status}"
+                ),
+                (PageAccess::Requires(_), Some(role)) => {
+                    assert_eq!(status, StatusCode::FORBIDDEN, "{path} as {role:?}")
+                }
+            }
         }
     }
 }
