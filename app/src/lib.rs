@@ -5,8 +5,8 @@
 
 pub mod auth;
 pub mod components;
-pub mod endpoints;
 pub mod datasets;
+pub mod endpoints;
 pub mod error;
 pub mod pages;
 pub mod review;

@@ -28,6 +28,9 @@ pub enum Command {
     /// Register and list vLLM endpoints from the command line.
     #[command(subcommand)]
     Endpoint(EndpointCommand),
+    /// Import source datasets from the command line.
+    #[command(subcommand)]
+    Dataset(DatasetCommand),
 }
 
 #[derive(Subcommand, Debug)]
@@ -42,9 +45,6 @@ pub enum EndpointCommand {
     },
     /// Print every endpoint with its models, one per line.
     List,
-    /// Import source datasets from the command line.
-    #[command(subcommand)]
-    Dataset(DatasetCommand),
 }
 
 #[derive(Subcommand, Debug)]

@@ -212,7 +212,7 @@ impl Config {
             roots: self.dataset_roots.clone(),
             files_dir: self.data_dir.clone(),
             upload_limit: self.upload_limit,
-            hub_endpoint: self.hub_endpoint.clone(),
+            hub_endpoint: self.hf_endpoint.clone(),
             max_row_bytes: engine::datasets::DEFAULT_MAX_ROW_BYTES,
         }
     }

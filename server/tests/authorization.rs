@@ -187,8 +187,13 @@ async fn review_bulk_actions_need_an_engineer_inside_the_reviewer_namespace(pool
         } else {
             assert_eq!(count, Err(app::AppError::Forbidden));
             assert_eq!(apply, Err(app::AppError::Forbidden));
+        }
+    }
+}
+
 /// API routes that are not server functions, with the method they answer.
-const OTHER_API_ROUTES: &[(&str, Method)] = &[(server::uploads::PATH, Method::POST)];
+const OTHER_API_ROUTES: &[(&str, Method)] =
+    &[(server::uploads::PATH, Method::POST), ("/api/runs/1/events", Method::GET)];
 
 #[sqlx::test(migrator = "engine::MIGRATOR")]
 async fn api_routes_outside_server_functions_are_guarded_by_their_namespace(pool: sqlx::PgPool) {

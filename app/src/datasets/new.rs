@@ -318,8 +318,8 @@ fn ColumnSelect(
             <select on:change=on_change>
                 {none.map(|text| view! { <option value="" selected=move || value.get().is_none()>{text}</option> })}
                 {columns.get_value().into_iter().map(|c| {
-                    let this = c.clone();
-                    view! { <option value=c.clone() selected=move || value.get().as_deref() == Some(this.as_str())>{c}</option> }
+                    let (this, shown) = (c.clone(), c.clone());
+                    view! { <option value=c selected=move || value.get().as_deref() == Some(this.as_str())>{shown}</option> }
                 }).collect_view()}
             </select>
         </label>

@@ -58,7 +58,7 @@ impl DataWriter {
                 let schema = schema(layout);
                 let props = WriterProperties::builder()
                     .set_compression(Compression::SNAPPY)
-                    .set_max_row_group_size(ROW_GROUP)
+                    .set_max_row_group_row_count(Some(ROW_GROUP))
                     .build();
                 let out = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|e| io(path, e))?;
                 DataWriter::Parquet { out, layout, schema }
