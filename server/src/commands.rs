@@ -50,7 +50,8 @@ pub async fn open_database(config: &Config) -> anyhow::Result<PgPool> {
 async fn serve(config: Config, no_workers: bool, shutdown: CancellationToken) -> anyhow::Result<()> {
     let pool = open_database(&config).await?;
     let services = Services::with_alert_policy(pool.clone(), config.alert_policy())
-        .with_datasets(config.dataset_settings());
+        .with_datasets(config.dataset_settings())
+        .with_export_roots(config.export_roots.clone());
     let interrupted = engine::datasets::store::fail_interrupted(&pool, STALE_IMPORT_SECS).await?;
     if interrupted > 0 {
         tracing::warn!(interrupted, "imports that stopped with an earlier server were marked failed");
