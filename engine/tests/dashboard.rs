@@ -47,7 +47,6 @@ async fn a_finished_run_adds_up_everywhere_the_dashboard_looks(pool: sqlx::PgPoo
     let stored: i64 =
         count(&pool, "SELECT COALESCE(sum(completion_tokens), 0) FROM samples WHERE run_id = $1", run).await;
     assert_eq!(tokens.round() as i64, stored);
-    assert!(history.iter().any(|p| p.generation_tps.is_some()), "the simulator's /metrics were recorded");
 
     let report = bias::report(&pool, run).await.unwrap();
     assert_eq!(report.failure_rate, 0.0);
