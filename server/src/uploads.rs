@@ -53,6 +53,11 @@ async fn upload(State(state): State<AppState>, headers: HeaderMap, mut multipart
                 tracing::error!(error = ?e, "storing an upload failed");
                 (StatusCode::INTERNAL_SERVER_ERROR, Json(app::AppError::Internal)).into_response()
             }
+            // The engine reports an over-limit stream as an invalid input naming DS_UPLOAD_LIMIT;
+            // HTTP has a status of its own for it.
+            Err(e) if e.to_string().contains("(DS_UPLOAD_LIMIT)") => {
+                refuse(StatusCode::PAYLOAD_TOO_LARGE, e.to_string())
+            }
             Err(e) => refuse(StatusCode::UNPROCESSABLE_ENTITY, e.to_string()),
         };
     }
