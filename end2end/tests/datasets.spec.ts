@@ -1,3 +1,5 @@
+// test.fixme: written this session but never run before the session ended (the machine was
+// saturated by four builds); the next session runs and fixes it, then turns it back into test().
 import { expect, test } from "@playwright/test";
 import { admin, hydrated, login, unique } from "./helpers";
 
@@ -22,7 +24,7 @@ function datasetFile(): Buffer {
   return Buffer.from(lines.join("\n") + "\n");
 }
 
-test("an engineer uploads a file and sees the dataset page with its counts", async ({ page }) => {
+test.fixme("an engineer uploads a file and sees the dataset page with its counts", async ({ page }) => {
   await login(page, admin.username, admin.password, "/datasets/new");
   await page.goto("/datasets/new");
   await hydrated(page);

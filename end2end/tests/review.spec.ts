@@ -1,3 +1,5 @@
+// test.fixme: written this session but never run before the session ended (the machine was
+// saturated by four builds); the next session runs and fixes it, then turns it back into test().
 import { Browser, expect, Page, test } from "@playwright/test";
 import { execFileSync } from "node:child_process";
 import { admin, hydrated, login, unique } from "./helpers";
@@ -96,7 +98,7 @@ async function addReviewer(adminPage: Page): Promise<{ username: string; passwor
   return { username, password };
 }
 
-test("a reviewer judges samples by keyboard alone", async ({ page }) => {
+test.fixme("a reviewer judges samples by keyboard alone", async ({ page }) => {
   const { run, ids } = seedRun(plain(3));
   await login(page, admin.username, admin.password, `/review?run=${run}`);
   await expect(page.getByTestId("samples-table").locator("tbody tr")).toHaveCount(3);
@@ -158,7 +160,7 @@ test("a reviewer judges samples by keyboard alone", async ({ page }) => {
   await expect(page).toHaveURL(new RegExp(`/review/samples/${ids[0]}`));
 });
 
-test("two reviewers in two browsers never receive the same sample in queue mode", async ({ browser, page }) => {
+test.fixme("two reviewers in two browsers never receive the same sample in queue mode", async ({ browser, page }) => {
   const { run, ids } = seedRun(plain(6));
   await login(page, admin.username, admin.password, "/");
   const people = [await addReviewer(page), await addReviewer(page)];
@@ -200,7 +202,7 @@ test("two reviewers in two browsers never receive the same sample in queue mode"
   }
 });
 
-test("script payloads in model output are inert", async ({ page }) => {
+test.fixme("script payloads in model output are inert", async ({ page }) => {
   const payload = [
     "Here is some **markdown** and then trouble:",
     "<script>window.__pwned = 1</script>",
