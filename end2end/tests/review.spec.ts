@@ -1,5 +1,3 @@
-// test.fixme: written this session but never run before the session ended (the machine was
-// saturated by four builds); the next session runs and fixes it, then turns it back into test().
 import { Browser, expect, Page, test } from "@playwright/test";
 import { execFileSync } from "node:child_process";
 import { admin, hydrated, login, unique } from "./helpers";
@@ -98,7 +96,7 @@ async function addReviewer(adminPage: Page): Promise<{ username: string; passwor
   return { username, password };
 }
 
-test.fixme("a reviewer judges samples by keyboard alone", async ({ page }) => {
+test("a reviewer judges samples by keyboard alone", async ({ page }) => {
   const { run, ids } = seedRun(plain(3));
   await login(page, admin.username, admin.password, `/review?run=${run}`);
   await expect(page.getByTestId("samples-table").locator("tbody tr")).toHaveCount(3);
@@ -160,7 +158,7 @@ test.fixme("a reviewer judges samples by keyboard alone", async ({ page }) => {
   await expect(page).toHaveURL(new RegExp(`/review/samples/${ids[0]}`));
 });
 
-test.fixme("two reviewers in two browsers never receive the same sample in queue mode", async ({ browser, page }) => {
+test("two reviewers in two browsers never receive the same sample in queue mode", async ({ browser, page }) => {
   const { run, ids } = seedRun(plain(6));
   await login(page, admin.username, admin.password, "/");
   const people = [await addReviewer(page), await addReviewer(page)];
@@ -202,7 +200,7 @@ test.fixme("two reviewers in two browsers never receive the same sample in queue
   }
 });
 
-test.fixme("script payloads in model output are inert", async ({ page }) => {
+test("script payloads in model output are inert", async ({ page }) => {
   const payload = [
     "Here is some **markdown** and then trouble:",
     "<script>window.__pwned = 1</script>",
