@@ -47,6 +47,9 @@ pub struct ExportSelection {
     /// Outcomes to take; by default only `ok`.
     pub outcomes: Vec<SampleState>,
     pub review: ReviewFilter,
+    /// Samples carrying any of these flags (set by a reviewer or by the engine) are left out.
+    #[serde(default)]
+    pub excluded_flags: Vec<String>,
     /// Dataset row categories to take; empty takes every category.
     pub categories: Vec<String>,
     /// Bounds on completion tokens (inclusive).
@@ -64,6 +67,7 @@ impl ExportSelection {
             run_ids,
             outcomes: vec![SampleState::Ok],
             review: ReviewFilter::All,
+            excluded_flags: Vec::new(),
             categories: Vec::new(),
             min_completion_tokens: None,
             max_completion_tokens: None,

@@ -174,10 +174,59 @@ async fn filters_pick_outcomes_categories_token_ranges_and_thinking(pool: sqlx::
     s.thinking = ThinkingMix::Ratio { thinking_share: 0.0 };
     let p = selection::plan(&pool, &s, 0.0).await.unwrap().preview;
     assert_eq!((p.thinking, p.non_thinking, p.mix_removed), (0, 2, 3));
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn review_states_and_flags_decide_what_is_exported(pool: sqlx::PgPool) {
+    let run = finished_run(&pool, &seeds()).await;
+    let ok: Vec<i64> =
+        sqlx::query_scalar("SELECT id FROM samples WHERE run_id = $1 AND state = 'ok' ORDER BY id")
+            .bind(run)
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(ok.len(), 4);
+    // One approved, one rejected, one flagged by a reviewer; the last unreviewed but flagged by
+    // the engine when its result arrived.
+    for (id, state, flags) in
+        [(ok[0], "approved", ""), (ok[1], "rejected", ""), (ok[2], "flagged", "repetition")]
+    {
+        sqlx::query(
+            "UPDATE samples SET review_state = $2::review_state, reviewed_at = now(),
+                    flags = CASE WHEN $3 = '' THEN '{}' ELSE ARRAY[$3] END WHERE id = $1",
+        )
+        .bind(id)
+        .bind(state)
+        .bind(flags)
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    sqlx::query("UPDATE samples SET auto_flags = '{think_markers}' WHERE id = $1")
+        .bind(ok[3])
+        .execute(&pool)
+        .await
+        .unwrap();
+
+    let mut s = ExportSelection::for_runs(vec![run]);
+    s.duplicates = Duplicates::Keep;
+    let selected = |p: engine::export::selection::Plan| p.samples.iter().map(|x| x.id).collect::<Vec<_>>();
+    let all = selection::plan(&pool, &s, 0.0).await.unwrap();
+    let by_review: Vec<(String, u64)> =
+        ["approved", "flagged", "rejected", "unreviewed"].iter().map(|k| (k.to_string(), 1)).collect();
+    assert_eq!(all.preview.by_review_state, by_review);
+    assert_eq!(selected(all), ok);
 
     s.review = ReviewFilter::ApprovedOnly;
-    let refused = selection::plan(&pool, &s, 0.0).await.unwrap_err().to_string();
-    assert!(refused.contains("review"), "{refused}");
+    assert_eq!(selected(selection::plan(&pool, &s, 0.0).await.unwrap()), vec![ok[0]]);
+    s.review = ReviewFilter::NotRejected;
+    assert_eq!(selected(selection::plan(&pool, &s, 0.0).await.unwrap()), vec![ok[0], ok[2], ok[3]]);
+
+    s.review = ReviewFilter::All;
+    s.excluded_flags = vec!["repetition".into()];
+    assert_eq!(selected(selection::plan(&pool, &s, 0.0).await.unwrap()), vec![ok[0], ok[1], ok[3]]);
+    s.excluded_flags = vec!["think_markers".into(), "repetition".into()];
+    assert_eq!(selected(selection::plan(&pool, &s, 0.0).await.unwrap()), vec![ok[0], ok[1]]);
 }
 
 #[sqlx::test(migrator = "MIGRATOR")]

@@ -30,7 +30,6 @@ pub async fn create(
     if !problems.is_empty() {
         return Err(Error::invalid(problems.join("; ")));
     }
-    super::review::review_clause(spec.selection.review)?;
     let spec_json = serde_json::to_value(spec).map_err(|e| Error::Internal(e.into()))?;
     let id = sqlx::query_scalar!(
         "INSERT INTO exports (spec, created_by, preset_id) VALUES ($1, $2, $3) RETURNING id",

@@ -1,27 +1,24 @@
-//! The review-state part of an export selection, kept apart so it can be wired to the review
-//! columns in one place.
-//!
-//! MERGE NOTE (review, issue 6): samples have no review columns yet. When the review migration
-//! lands, `review_clause` must become the SQL condition on the review state (for example
-//! `s.review_state = 'approved'` and `s.review_state IS DISTINCT FROM 'rejected'`) and
-//! `review_state_column` the expression naming a sample's state (`s.review_state::text`).
-//! Until then only `ReviewFilter::All` can be exported: the other filters are refused rather
-//! than silently ignored.
+//! The review part of an export selection: which review states and which flags are kept.
 
-use crate::{Error, Result};
 use domain::export::ReviewFilter;
 
-/// The SQL condition (on `samples s`) that keeps the samples `filter` allows.
-pub fn review_clause(filter: ReviewFilter) -> Result<&'static str> {
+/// The SQL condition (on `samples s`) that keeps the samples `filter` allows. Each is served by
+/// `samples_run_review_idx (run_id, review_state, id)` together with the run filter.
+pub fn review_clause(filter: ReviewFilter) -> &'static str {
     match filter {
-        ReviewFilter::All => Ok("TRUE"),
-        ReviewFilter::ApprovedOnly | ReviewFilter::NotRejected => {
-            Err(Error::invalid("samples have no review states yet: choose \"all review states\" to export"))
-        }
+        ReviewFilter::All => "TRUE",
+        ReviewFilter::ApprovedOnly => "s.review_state = 'approved'",
+        ReviewFilter::NotRejected => "s.review_state <> 'rejected'",
     }
 }
 
 /// The SQL expression (on `samples s`) naming a sample's review state, for the counts.
 pub fn review_state_column() -> &'static str {
-    "'unreviewed'::text"
+    "s.review_state::text"
+}
+
+/// The SQL condition that drops samples carrying any flag in the text[] parameter `param`,
+/// whether a reviewer chose it or the engine set it when the result arrived.
+pub fn flags_clause(param: usize) -> String {
+    format!("NOT (s.flags && ${param}::text[] OR s.auto_flags && ${param}::text[])")
 }

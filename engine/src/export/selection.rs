@@ -5,7 +5,7 @@
 //! batches, so it costs a few bytes per selected sample; the full conversations are read later,
 //! batch by batch, while writing.
 
-use super::review::{review_clause, review_state_column};
+use super::review::{flags_clause, review_clause, review_state_column};
 use crate::Result;
 use domain::export::{Duplicates, ExportPreview, ExportSelection, ThinkingMix};
 use sha2::{Digest, Sha256};
@@ -66,15 +66,18 @@ struct Candidate {
 }
 
 /// The filter shared by planning and by reading full rows.
-fn where_clause(selection: &ExportSelection) -> Result<String> {
-    Ok(format!(
+/// Parameters: $1 runs, $2 outcomes, $3 categories, $4 and $5 the token range, $6 excluded flags.
+fn where_clause(selection: &ExportSelection) -> String {
+    format!(
         "s.run_id = ANY($1) AND s.state::text = ANY($2) \
          AND (cardinality($3::text[]) = 0 OR r.category = ANY($3)) \
          AND ($4::int IS NULL OR s.completion_tokens >= $4) \
          AND ($5::int IS NULL OR s.completion_tokens <= $5) \
-         AND s.messages IS NOT NULL AND ({review})",
-        review = review_clause(selection.review)?
-    ))
+         AND {flags} \
+         AND s.messages IS NOT NULL AND {review}",
+        flags = flags_clause(6),
+        review = review_clause(selection.review)
+    )
 }
 
 /// Reads the matching samples and decides which are exported, and into which split.
@@ -84,9 +87,9 @@ pub async fn plan(pool: &PgPool, selection: &ExportSelection, validation_share: 
                 s.prompt_tokens, s.completion_tokens, s.reasoning_tokens, \
                 sha256(convert_to(s.messages::text, 'UTF8')) AS content_hash \
          FROM samples s JOIN dataset_rows r ON r.id = s.row_id \
-         WHERE {filter} AND s.id > $6 ORDER BY s.id LIMIT $7",
+         WHERE {filter} AND s.id > $7 ORDER BY s.id LIMIT $8",
         review_state = review_state_column(),
-        filter = where_clause(selection)?,
+        filter = where_clause(selection),
     );
     let outcomes: Vec<String> = selection.outcomes.iter().map(|o| o.as_str().to_string()).collect();
     let min = selection.min_completion_tokens.map(|v| v.min(i32::MAX as u32) as i32);
@@ -104,6 +107,7 @@ pub async fn plan(pool: &PgPool, selection: &ExportSelection, validation_share: 
             .bind(&selection.categories)
             .bind(min)
             .bind(max)
+            .bind(&selection.excluded_flags)
             .bind(after)
             .bind(PLAN_BATCH)
             .fetch_all(pool)
