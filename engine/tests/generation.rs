@@ -582,3 +582,49 @@ async fn every_assistant_turn_is_regenerated_in_order(pool: sqlx::PgPool) {
     assert_eq!(sim.stats().requests_finished.stop, 2, "two requests, one per assistant turn");
     let _ = SampleState::Ok;
 }
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn nul_characters_in_model_output_are_stored_rather_than_refused(pool: sqlx::PgPool) {
+    use engine::generation::queue::{self, Next, Output, TryRecord};
+    let by = user(&pool).await;
+    let endpoint = endpoint_at(&pool, "http://127.0.0.1:9", by).await;
+    let run = create_run(&pool, dataset(&pool, 2).await, settings(vec![endpoint]), by).await;
+    let worker = uuid::Uuid::new_v4();
+    let claimed = queue::claim(&pool, run, worker, Duration::from_secs(60), 2).await.unwrap();
+    // A real vLLM server sent these: PostgreSQL refuses U+0000 in text and jsonb.
+    let output = Output {
+        reasoning: Some("think\0ing".into()),
+        content: Some("ans\0wer".into()),
+        messages: Some(serde_json::json!([{"role": "assistant", "content": "ans\0wer"}])),
+    };
+    let record = TryRecord { result: "ok", partial_content: Some("a\0".into()), ..Default::default() };
+    let settled = queue::settle(&pool, claimed[0].id, worker, Next::Finish(SampleState::Ok), output, record)
+        .await
+        .unwrap();
+    assert!(settled);
+    let (reasoning, content, message): (String, String, String) =
+        sqlx::query_as("SELECT reasoning, content, messages->0->>'content' FROM samples WHERE id = $1")
+            .bind(claimed[0].id)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        (reasoning.as_str(), content.as_str(), message.as_str()),
+        ("think\u{FFFD}ing", "ans\u{FFFD}wer", "ans\u{FFFD}wer")
+    );
+
+    // A try that cannot be recorded at all ends the sample as failed instead of leaving it
+    // running under a lease its worker keeps renewing.
+    assert!(queue::fail_unrecorded(&pool, claimed[1].id, worker, "the database refused it").await.unwrap());
+    let (state, error, lease): (SampleState, String, Option<uuid::Uuid>) =
+        sqlx::query_as("SELECT state, error, lease_owner FROM samples WHERE id = $1")
+            .bind(claimed[1].id)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(state, SampleState::Failed);
+    assert!(error.contains("could not be stored: the database refused it"), "{error}");
+    assert_eq!(lease, None);
+    assert!(queue::renew_leases(&pool, worker, Duration::from_secs(60)).await.unwrap().is_empty());
+    assert!(!queue::fail_unrecorded(&pool, claimed[1].id, worker, "again").await.unwrap());
+}

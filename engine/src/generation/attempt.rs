@@ -52,8 +52,19 @@ impl Attempt<'_> {
         let (result, completion_tokens) = match self.execute(&sample).await {
             Ok(done) => done,
             Err(e) => {
-                tracing::error!(sample.id = sample_id, error = %e, "recording a try failed; the lease will expire and the sample return to the queue");
-                (TryResult::LeaseLost, 0)
+                tracing::error!(sample.id = sample_id, error = %e, "recording a try failed; the sample is marked failed");
+                match queue::fail_unrecorded(&self.run.pool, sample_id, self.run.worker_id, &e.to_string())
+                    .await
+                {
+                    Ok(true) => (TryResult::Finished(SampleState::Failed), 0),
+                    Ok(false) => (TryResult::LeaseLost, 0),
+                    Err(e) => {
+                        // The database is unreachable: the sample stays leased until this worker
+                        // stops, and is then returned to the queue by the reaper.
+                        tracing::error!(sample.id = sample_id, error = %e, "marking the sample failed did not work either");
+                        (TryResult::LeaseLost, 0)
+                    }
+                }
             }
         };
         let metrics = &self.run.metrics;

@@ -125,6 +125,43 @@ pub enum Next {
     RetryAfter(Duration),
 }
 
+/// PostgreSQL's text and jsonb cannot hold U+0000, and models emit it (a real vLLM server with
+/// a random-weight model did, in 32 of 120 answers): it is stored as U+FFFD so the rest of the
+/// result is kept rather than the whole write refused.
+fn storable(text: Option<String>) -> Option<String> {
+    text.map(|t| if t.contains('\0') { t.replace('\0', "\u{FFFD}") } else { t })
+}
+
+fn storable_json(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::String(s) if s.contains('\0') => *s = s.replace('\0', "\u{FFFD}"),
+        serde_json::Value::Array(items) => items.iter_mut().for_each(storable_json),
+        serde_json::Value::Object(fields) => fields.values_mut().for_each(storable_json),
+        _ => {}
+    }
+}
+
+impl Output {
+    fn storable(mut self) -> Self {
+        self.reasoning = storable(self.reasoning);
+        self.content = storable(self.content);
+        if let Some(messages) = self.messages.as_mut() {
+            storable_json(messages);
+        }
+        self
+    }
+}
+
+impl TryRecord {
+    fn storable(mut self) -> Self {
+        self.error = storable(self.error);
+        self.finish_reason = storable(self.finish_reason);
+        self.partial_reasoning = storable(self.partial_reasoning);
+        self.partial_content = storable(self.partial_content);
+        self
+    }
+}
+
 /// Settles a counted try. `Ok(false)` when the lease was lost: another worker owns the sample
 /// now, and this result is dropped.
 pub async fn settle(
@@ -135,6 +172,7 @@ pub async fn settle(
     output: Output,
     record: TryRecord,
 ) -> Result<bool> {
+    let (output, record) = (output.storable(), record.storable());
     let (state, retry_secs) = match next {
         Next::Finish(state) => {
             debug_assert!(state.is_terminal());
@@ -194,6 +232,29 @@ pub async fn settle(
     .fetch_optional(pool)
     .await?;
     Ok(settled.is_some())
+}
+
+/// Ends a sample whose try could not be recorded (`settle` failed), so that it is not left
+/// running under a lease this worker keeps renewing. Counted as a failed try; a user can retry
+/// failed samples from the run page.
+pub async fn fail_unrecorded(pool: &PgPool, sample_id: i64, worker: Uuid, error: &str) -> Result<bool> {
+    let error = format!("the result could not be stored: {error}").replace('\0', "\u{FFFD}");
+    let failed = sqlx::query_scalar!(
+        r#"WITH updated AS (
+               UPDATE samples SET state = 'failed', attempts = attempts + 1, lease_owner = NULL,
+                   lease_expires_at = NULL, finished_at = now(), error = $3
+               WHERE id = $1 AND state = 'running' AND lease_owner = $2
+               RETURNING id)
+           INSERT INTO sample_attempts (sample_id, result, counted, worker_id, started_at, error_kind, error)
+           SELECT id, 'error', true, $2, now(), 'unrecorded', $3 FROM updated
+           RETURNING sample_id"#,
+        sample_id,
+        worker,
+        error
+    )
+    .fetch_optional(pool)
+    .await?;
+    Ok(failed.is_some())
 }
 
 /// Puts a leased sample back in the queue without counting the try: the endpoint was
