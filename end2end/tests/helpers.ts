@@ -6,9 +6,11 @@ export const admin = {
   password: process.env.E2E_ADMIN_PASSWORD ?? "admin-password-e2e",
 };
 
-/** Waits until the page is hydrated: only then do client-side handlers exist. */
+/** Waits until the page is hydrated: only then do client-side handlers exist. The debug wasm
+ * bundle is 12 MB; on a 2-core machine busy compiling, Chromium can take over 15 s to compile
+ * and start it (seen in a CI run), hence the longer wait. */
 export async function hydrated(page: Page) {
-  await expect(page.locator("body[data-hydrated=true]")).toHaveCount(1);
+  await expect(page.locator("body[data-hydrated=true]")).toHaveCount(1, { timeout: 45_000 });
 }
 
 export async function login(page: Page, username: string, password: string, next = "/") {

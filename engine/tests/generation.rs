@@ -586,9 +586,11 @@ async fn every_assistant_turn_is_regenerated_in_order(pool: sqlx::PgPool) {
 #[sqlx::test(migrator = "MIGRATOR")]
 async fn nul_characters_in_model_output_are_stored_rather_than_refused(pool: sqlx::PgPool) {
     use engine::generation::queue::{self, Next, Output, TryRecord};
+    let sim = sim(fast_sim()).await;
     let by = user(&pool).await;
-    let endpoint = endpoint_at(&pool, "http://127.0.0.1:9", by).await;
+    let endpoint = endpoint(&pool, &sim, by).await;
     let run = create_run(&pool, dataset(&pool, 2).await, settings(vec![endpoint]), by).await;
+    // No worker runs: this test plays the worker's part.
     let worker = uuid::Uuid::new_v4();
     let claimed = queue::claim(&pool, run, worker, Duration::from_secs(60), 2).await.unwrap();
     // A real vLLM server sent these: PostgreSQL refuses U+0000 in text and jsonb.
