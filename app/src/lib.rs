@@ -8,6 +8,7 @@ pub mod components;
 pub mod datasets;
 pub mod endpoints;
 pub mod error;
+pub mod exports;
 pub mod pages;
 pub mod review;
 pub mod runs;
@@ -25,7 +26,7 @@ use leptos_router::{
     components::{ParentRoute, Route, Router, Routes},
     path,
 };
-use pages::{guard::Guard, home::HomePage, login::LoginPage, not_found::NotFound, pending::Pending};
+use pages::{guard::Guard, home::HomePage, login::LoginPage, not_found::NotFound};
 
 pub fn shell(options: LeptosOptions) -> impl IntoView {
     view! {
@@ -102,7 +103,7 @@ pub fn App() -> impl IntoView {
                     />
                     <Route
                         path=path!("exports")
-                        view=|| view! { <Guard role=Role::Engineer><Pending section="Exports" issue=7/></Guard> }
+                        view=|| view! { <Guard role=Role::Engineer><exports::ExportsPage/></Guard> }
                     />
                     <Route
                         path=path!("endpoints")

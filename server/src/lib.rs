@@ -8,6 +8,7 @@ pub mod access;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod downloads;
 pub mod events;
 pub mod health;
 pub mod leptos_config;

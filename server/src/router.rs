@@ -1,6 +1,6 @@
 //! The HTTP surface: pages and server functions (Leptos), static assets, health and metrics.
 
-use crate::{access, events, health, metrics, session, state::AppState, uploads};
+use crate::{access, downloads, events, health, metrics, session, state::AppState, uploads};
 use app::{shell, App};
 use axum::{http::StatusCode, middleware, routing::get, Router};
 use leptos::prelude::provide_context;
@@ -42,8 +42,9 @@ pub fn build(state: AppState, sessions: session::Layer) -> Router {
         .layer(middleware::from_fn_with_state(state.clone(), access::resolve_viewer))
         .layer(sessions.clone());
 
-    // Uploads stream for as long as they take: same guards, no page timeout.
-    let upload_routes = uploads::routes()
+    // Uploads and export downloads stream for as long as they take: same guards, no page timeout.
+    let stream_routes = uploads::routes()
+        .merge(downloads::routes())
         .layer(middleware::from_fn(access::guard_api))
         .layer(middleware::from_fn_with_state(state.clone(), access::resolve_viewer))
         .layer(sessions);
@@ -53,7 +54,7 @@ pub fn build(state: AppState, sessions: session::Layer) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/metrics", get(metrics::serve))
         .nest_service("/pkg", ServeDir::new(pkg_dir).precompressed_gzip())
-        .merge(upload_routes)
+        .merge(stream_routes)
         .merge(app_routes)
         .with_state(state)
         .layer(middleware::from_fn_with_state(http_metrics, metrics::track))

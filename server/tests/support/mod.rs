@@ -40,7 +40,9 @@ impl TestApp {
         all.extend_from_slice(vars);
         let config = Config::from_lookup(|k| all.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string()))
             .expect("test configuration");
-        let services = engine::Services::new(pool.clone()).with_datasets(config.dataset_settings());
+        let services = engine::Services::new(pool.clone())
+            .with_datasets(config.dataset_settings())
+            .with_export_roots(config.export_roots.clone());
         let state = AppState::new(leptos_config::options(&config), services);
         let layer = session::layer(session::store(pool.clone()), key(), config.secure_cookies());
         let router =
