@@ -2,6 +2,7 @@
 # Runs every test: formatting, unit and database tests for all crates, then the browser tests
 # against a freshly built app on a fresh database. Installs whatever is missing first.
 #   usage: scripts/test.sh            (CI runs exactly this through .ci/run)
+#          scripts/test.sh --browser [SPEC...]   only the browser tests (all, or the given specs)
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
@@ -15,13 +16,18 @@ export SQLX_OFFLINE=true
 # #[sqlx::test] creates one scratch database per test through this URL.
 export DATABASE_URL=$PG_SERVER_URL/postgres
 
-say "checking formatting"
-cargo fmt --all --check
+browser_only=false
+if [ "${1:-}" = "--browser" ]; then browser_only=true; shift; fi
 
-say "unit, database and handler tests"
-# The app crate is tested with its server half only; building it with `hydrate` too would
-# unify features across the workspace (see leptos-anchors §5.6).
-cargo test --locked -p domain -p engine -p vllm-sim -p server -p app --features app/ssr
+if ! $browser_only; then
+  say "checking formatting"
+  cargo fmt --all --check
+
+  say "unit, database and handler tests"
+  # The app crate is tested with its server half only; building it with `hydrate` too would
+  # unify features across the workspace (see leptos-anchors §5.6).
+  cargo test --locked -p domain -p engine -p vllm-sim -p server -p app --features app/ssr
+fi
 
 say "building the app and the simulator for the browser tests"
 cargo leptos build
@@ -48,5 +54,5 @@ for _ in $(seq 1 60); do
 done
 # The run, review and export specs seed their data straight into this database.
 export E2E_BASE_URL=http://127.0.0.1:3100 E2E_SIM_URL=http://127.0.0.1:3199 E2E_DATABASE_URL=$E2E_DB
-(cd end2end && npx playwright test) || { say "server log: $E2E_DIR/server.log"; tail -n 50 "$E2E_DIR/server.log"; exit 1; }
+(cd end2end && npx playwright test "$@") || { say "server log: $E2E_DIR/server.log"; tail -n 50 "$E2E_DIR/server.log"; exit 1; }
 say "all tests passed"

@@ -238,7 +238,12 @@ test("script payloads in model output are inert", async ({ page }) => {
   for (const selector of ["iframe", "[onerror]", "[onload]", "[onmouseover]", 'a[href^="javascript"]', "img"]) {
     await expect(page.locator(selector), selector).toHaveCount(0);
   }
-  expect(await page.locator("script").evaluateAll((els) => els.filter((e) => e.textContent?.includes("__pwned")).length)).toBe(0);
+  // No script element carries a payload as code. The hydration data (a JSON string inside
+  // Leptos's own script) does hold the sample's text, escaped, which is data, not code.
+  const codeScripts = await page.locator("script").evaluateAll((els) =>
+    els.filter((e) => /^\s*window\.__pwned/.test(e.textContent ?? "")).length,
+  );
+  expect(codeScripts).toBe(0);
   // Clicking what is left of the links does nothing.
   await answer.getByText("click me").click();
   await answer.getByText("or me").click();

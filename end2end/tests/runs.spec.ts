@@ -25,6 +25,7 @@ async function number(text: string | null): Promise<number> {
 }
 
 test("an engineer starts a run and watches it live, pausing and resuming it from the page", async ({ page }) => {
+  test.setTimeout(150_000);
   const dataset = unique("prompts-");
   seedDataset(dataset, 400);
   await login(page, admin.username, admin.password, "/endpoints");
@@ -54,6 +55,10 @@ test("an engineer starts a run and watches it live, pausing and resuming it from
   await expect(page).toHaveURL(/\/runs\/new$/);
 
   await page.getByLabel("max_tokens").fill("512");
+  // A fixed, small concurrency: the run lasts long enough to pause and resume it, and a pause
+  // drains in seconds.
+  await page.getByLabel("Concurrency").selectOption("fixed");
+  await page.getByLabel("Requests per endpoint").fill("8");
   await page.getByRole("button", { name: "Start the run" }).click();
   await expect(page).toHaveURL(/\/runs\/\d+$/);
   await hydrated(page);

@@ -114,28 +114,6 @@ fn share(raw: &str, what: &str, problems: &mut Vec<String>) -> f64 {
     }
 }
 
-/// The flags a selection leaves out. Read through serde so this page works with an engine that
-/// has the flag filter (`excluded_flags`) and tells the user plainly when it has not.
-fn selection_flags(selection: &ExportSelection) -> Option<Vec<String>> {
-    let value = serde_json::to_value(selection).ok()?;
-    serde_json::from_value(value.get("excluded_flags")?.clone()).ok()
-}
-
-fn with_flags(selection: ExportSelection, flags: &[String], problems: &mut Vec<String>) -> ExportSelection {
-    if selection_flags(&selection).is_some() || !flags.is_empty() {
-        let mut value = serde_json::to_value(&selection).expect("a selection serializes");
-        value["excluded_flags"] = serde_json::json!(flags);
-        if let Ok(with) = serde_json::from_value::<ExportSelection>(value) {
-            if selection_flags(&with).as_deref() == Some(flags) {
-                return with;
-            }
-        }
-        problems
-            .push("this server cannot leave out flagged samples yet: clear the excluded flags".to_string());
-    }
-    selection
-}
-
 impl ExportForm {
     pub fn from_spec(spec: &ExportSpec) -> Self {
         let s = &spec.selection;
@@ -155,7 +133,7 @@ impl ExportForm {
             run_ids: s.run_ids.clone(),
             review: name(&s.review),
             outcomes: s.outcomes.clone(),
-            excluded_flags: selection_flags(s).unwrap_or_default(),
+            excluded_flags: s.excluded_flags.clone(),
             categories: s.categories.join(", "),
             min_tokens: s.min_completion_tokens.map(|v| v.to_string()).unwrap_or_default(),
             max_tokens: s.max_completion_tokens.map(|v| v.to_string()).unwrap_or_default(),
@@ -251,12 +229,13 @@ impl ExportForm {
             duplicates: duplicates.unwrap_or(Duplicates::Remove),
             thinking,
             seed,
-            ..ExportSelection::for_runs(Vec::new())
+            excluded_flags: {
+                let mut flags = self.excluded_flags.clone();
+                flags.sort();
+                flags.dedup();
+                flags
+            },
         };
-        let mut flags = self.excluded_flags.clone();
-        flags.sort();
-        flags.dedup();
-        let selection = with_flags(selection, &flags, p);
         let spec = ExportSpec {
             selection,
             format: ExportFormat {

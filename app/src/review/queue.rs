@@ -19,7 +19,13 @@ pub fn QueuePage() -> impl IntoView {
     let query = use_query_map();
     let run = Memo::new(move |_| query.with(|q| q.get("run").and_then(|r| r.parse::<i64>().ok())));
     let turn = RwSignal::new(0u32);
-    let next = Resource::new(move || (run.get(), turn.get()), |(run, _)| next_in_queue(run));
+    // Taking the next sample leases it, a write: it happens in the browser only, so a server
+    // render never leases a sample, and hydration never meets a different sample than the one
+    // the server drew.
+    let next = LocalResource::new(move || {
+        let (run, _) = (run.get(), turn.get());
+        next_in_queue(run)
+    });
     let progress = Resource::new(move || (run.get(), turn.get()), |(run, _)| reviewer_progress(run));
     let current = RwSignal::new(None::<i64>);
     Effect::new(move |_| {
