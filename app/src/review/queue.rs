@@ -28,6 +28,8 @@ pub fn QueuePage() -> impl IntoView {
     });
     let progress = Resource::new(move || (run.get(), turn.get()), |(run, _)| reviewer_progress(run));
     let current = RwSignal::new(None::<i64>);
+    let mounted = RwSignal::new(false);
+    Effect::new(move |_| mounted.set(true));
     Effect::new(move |_| {
         if let Some(Ok(id)) = next.get() {
             current.set(id);
@@ -71,6 +73,9 @@ pub fn QueuePage() -> impl IntoView {
                 })
             })}
         </Transition>
+        // The sample area exists only in the browser, after hydration: the server has no
+        // sample to show (it never leases), so there is nothing to hydrate against.
+        <Show when=move || mounted.get() fallback=|| view! { <p class="muted">"Finding the next sample…"</p> }>
         <Transition fallback=|| view! { <p class="muted">"Finding the next sample…"</p> }>
             {move || Suspend::new(async move {
                 match next.await {
@@ -91,6 +96,7 @@ pub fn QueuePage() -> impl IntoView {
                 }
             })}
         </Transition>
+        </Show>
     }
     .into_any()
 }
