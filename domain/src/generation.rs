@@ -30,6 +30,17 @@ pub enum TurnMode {
     EveryAssistant,
 }
 
+impl TurnMode {
+    /// What the run page shows.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::LastAssistant => "the last assistant turn",
+            Self::FirstUser => "the answer to the first user turn",
+            Self::EveryAssistant => "every assistant turn, in order",
+        }
+    }
+}
+
 /// How many requests may be outstanding per endpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "mode", rename_all = "snake_case")]

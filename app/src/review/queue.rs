@@ -28,8 +28,6 @@ pub fn QueuePage() -> impl IntoView {
     });
     let progress = Resource::new(move || (run.get(), turn.get()), |(run, _)| reviewer_progress(run));
     let current = RwSignal::new(None::<i64>);
-    let mounted = RwSignal::new(false);
-    Effect::new(move |_| mounted.set(true));
     Effect::new(move |_| {
         if let Some(Ok(id)) = next.get() {
             current.set(id);
@@ -73,30 +71,25 @@ pub fn QueuePage() -> impl IntoView {
                 })
             })}
         </Transition>
-        // The sample area exists only in the browser, after hydration: the server has no
-        // sample to show (it never leases), so there is nothing to hydrate against.
-        <Show when=move || mounted.get() fallback=|| view! { <p class="muted">"Finding the next sample…"</p> }>
-        <Transition fallback=|| view! { <p class="muted">"Finding the next sample…"</p> }>
-            {move || Suspend::new(async move {
-                match next.await {
-                    Err(e) => view! { <p class="error" role="alert">{e.to_string()}</p> }.into_any(),
-                    Ok(None) => view! {
-                        <section class="empty" data-testid="queue-empty">
-                            <p>"Nothing left to review here: every finished sample is decided or open with another reviewer."</p>
-                            <a href="/review">"Browse all samples"</a>
-                        </section>
-                    }.into_any(),
-                    Ok(Some(id)) => view! {
-                        <p class="muted">
-                            "This sample is yours for five minutes, renewed while this page is open. "
-                            <a href="/review" on:click=skip>"Give it back and return to the list"</a>
-                        </p>
-                        <SampleView id mode=Mode::Queue on_decided=Callback::new(move |_| turn.update(|n| *n += 1))/>
-                    }.into_any(),
-                }
-            })}
-        </Transition>
-        </Show>
+        // A local resource is empty during the server render and while hydrating, so both
+        // render "Finding…"; the sample replaces it once the browser has leased one.
+        {move || match next.get() {
+            None => view! { <p class="muted">"Finding the next sample…"</p> }.into_any(),
+            Some(Err(e)) => view! { <p class="error" role="alert">{e.to_string()}</p> }.into_any(),
+            Some(Ok(None)) => view! {
+                <section class="empty" data-testid="queue-empty">
+                    <p>"Nothing left to review here: every finished sample is decided or open with another reviewer."</p>
+                    <a href="/review">"Browse all samples"</a>
+                </section>
+            }.into_any(),
+            Some(Ok(Some(id))) => view! {
+                <p class="muted">
+                    "This sample is yours for five minutes, renewed while this page is open. "
+                    <a href="/review" on:click=skip>"Give it back and return to the list"</a>
+                </p>
+                <SampleView id mode=Mode::Queue on_decided=Callback::new(move |_| turn.update(|n| *n += 1))/>
+            }.into_any(),
+        }}
     }
     .into_any()
 }

@@ -6,11 +6,12 @@ use super::{
     api::{get_run_snapshot, run_bias, run_history, ControlRun, RetryForm, RetryRun, RunAction},
     bias::BiasView,
     chart::{ProgressBar, ThroughputChart},
-    compact, duration_text,
-    list::every,
-    live,
+    compact, duration_text, live,
 };
-use crate::{components::time::RelativeTime, users::confirm};
+use crate::{
+    components::{interval::every, time::RelativeTime},
+    users::confirm,
+};
 use domain::{
     dashboard::{ChartPoint, EndpointLive, RunSnapshot},
     generation::{Concurrency, RunStatus, SampleState, Thinking},
@@ -24,18 +25,19 @@ use std::time::Duration;
 pub fn RunPage() -> impl IntoView {
     let params = use_params_map();
     let id = move || params.with(|p| p.get("id").and_then(|id| id.parse::<i64>().ok()));
-    let data = Resource::new(id, |id| async move {
-        let id = id.ok_or_else(|| crate::AppError::NotFound("run not found".into()))?;
-        let snapshot = get_run_snapshot(id).await?;
-        let history = run_history(id).await?;
-        Ok::<_, crate::AppError>((snapshot, history))
-    });
+    // One server function per resource: during a server render a resource's fetcher sees the
+    // request (and so the signed-in user) only until its first await, so a fetcher that awaits
+    // two calls would find the second one signed out.
+    let not_found = || crate::AppError::NotFound("run not found".into());
+    let snapshot =
+        Resource::new(id, move |id| async move { get_run_snapshot(id.ok_or_else(not_found)?).await });
+    let history = Resource::new(id, move |id| async move { run_history(id.ok_or_else(not_found)?).await });
     view! {
         <Suspense fallback=|| view! { <p class="muted">"Loading the run…"</p> }>
             {move || Suspend::new(async move {
-                match data.await {
-                    Err(e) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
-                    Ok((snapshot, history)) => view! { <LiveRun snapshot history/> }.into_any(),
+                match (snapshot.await, history.await) {
+                    (Err(e), _) | (_, Err(e)) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
+                    (Ok(snapshot), Ok(history)) => view! { <LiveRun snapshot history/> }.into_any(),
                 }
             })}
         </Suspense>
@@ -244,7 +246,7 @@ fn SettingsList(snapshot: RunSnapshot) -> impl IntoView {
                 Thinking::ServerDefault => "server default".into(),
             },
         ),
-        ("turns", format!("{:?}", s.turns)),
+        ("turns", s.turns.describe().to_string()),
         (
             "concurrency",
             match s.concurrency {
