@@ -30,24 +30,49 @@ pub async fn next(pool: &PgPool, reviewer: i64, run: Option<i64>) -> Result<Opti
     if held.is_some() {
         return Ok(held);
     }
-    Ok(sqlx::query_scalar!(
-        "WITH picked AS (
-             SELECT id FROM samples
-             WHERE review_state = 'unreviewed' AND state NOT IN ('pending', 'running')
-               AND ($2::bigint IS NULL OR run_id = $2)
-               AND (review_lease_owner IS NULL OR review_lease_expires <= now())
-             ORDER BY id
-             LIMIT 1
-             FOR UPDATE SKIP LOCKED)
-         UPDATE samples s SET review_lease_owner = $1, review_lease_expires = now() + make_interval(secs => $3)
-         FROM picked WHERE s.id = picked.id
-         RETURNING s.id",
-        reviewer,
-        run,
-        LEASE.as_secs_f64()
-    )
-    .fetch_optional(pool)
-    .await?)
+    // One statement per case rather than `($2 IS NULL OR run_id = $2)`: PostgreSQL's generic
+    // plan for that form cannot use the per-run queue index, and a run far down the id order
+    // then costs a scan of every unreviewed sample before it (p95 1.3 s at a million samples).
+    let secs = LEASE.as_secs_f64();
+    Ok(match run {
+        Some(run) => {
+            sqlx::query_scalar!(
+                "WITH picked AS (
+                     SELECT id FROM samples
+                     WHERE review_state = 'unreviewed' AND state NOT IN ('pending', 'running') AND run_id = $2
+                       AND (review_lease_owner IS NULL OR review_lease_expires <= now())
+                     ORDER BY run_id, id
+                     LIMIT 1
+                     FOR UPDATE SKIP LOCKED)
+                 UPDATE samples s SET review_lease_owner = $1, review_lease_expires = now() + make_interval(secs => $3)
+                 FROM picked WHERE s.id = picked.id
+                 RETURNING s.id",
+                reviewer,
+                run,
+                secs
+            )
+            .fetch_optional(pool)
+            .await?
+        }
+        None => {
+            sqlx::query_scalar!(
+                "WITH picked AS (
+                     SELECT id FROM samples
+                     WHERE review_state = 'unreviewed' AND state NOT IN ('pending', 'running')
+                       AND (review_lease_owner IS NULL OR review_lease_expires <= now())
+                     ORDER BY id
+                     LIMIT 1
+                     FOR UPDATE SKIP LOCKED)
+                 UPDATE samples s SET review_lease_owner = $1, review_lease_expires = now() + make_interval(secs => $2)
+                 FROM picked WHERE s.id = picked.id
+                 RETURNING s.id",
+                reviewer,
+                secs
+            )
+            .fetch_optional(pool)
+            .await?
+        }
+    })
 }
 
 /// Extends this reviewer's lease on the sample; false when they no longer hold it.
