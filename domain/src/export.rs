@@ -148,6 +148,20 @@ pub struct ExportFormat {
     pub validation_share: f64,
 }
 
+/// Conversations as JSONL, reasoning in its own field, no validation split: what SpecForge and
+/// most EAGLE-3 trainers read, and where the export form starts.
+impl Default for ExportFormat {
+    fn default() -> Self {
+        Self {
+            layout: Layout::Conversations,
+            file: FileFormat::Jsonl,
+            reasoning: ReasoningStyle::Field,
+            tokenization: None,
+            validation_share: 0.0,
+        }
+    }
+}
+
 /// Where the export is written. The export lands in a folder `export-<id>` inside it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -281,13 +295,7 @@ mod tests {
     fn spec() -> ExportSpec {
         ExportSpec {
             selection: ExportSelection::for_runs(vec![1]),
-            format: ExportFormat {
-                layout: Layout::Conversations,
-                file: FileFormat::Jsonl,
-                reasoning: ReasoningStyle::Field,
-                tokenization: None,
-                validation_share: 0.0,
-            },
+            format: ExportFormat::default(),
             destination: Destination::Directory { path: "sets".into() },
         }
     }

@@ -69,7 +69,8 @@ async fn main() {
     handle.await.unwrap().unwrap();
 
     let tokens: i64 = sqlx::query_scalar(
-        "SELECT COALESCE(sum(completion_tokens), 0)::bigint FROM samples WHERE run_id = $1 AND state = 'ok'",
+        // Every settled sample's tokens, truncated ones too, as the plain client counts them.
+        "SELECT COALESCE(sum(completion_tokens), 0)::bigint FROM samples WHERE run_id = $1",
     )
     .bind(run)
     .fetch_one(&pool)

@@ -51,13 +51,7 @@ fn seeds() -> Vec<SeedSample> {
 fn spec(run: i64, dir: &str) -> ExportSpec {
     ExportSpec {
         selection: ExportSelection::for_runs(vec![run]),
-        format: ExportFormat {
-            layout: Layout::Conversations,
-            file: FileFormat::Jsonl,
-            reasoning: ReasoningStyle::Field,
-            tokenization: None,
-            validation_share: 0.0,
-        },
+        format: ExportFormat::default(),
         destination: Destination::Directory { path: dir.into() },
     }
 }

@@ -28,7 +28,7 @@ async fn upload(State(state): State<AppState>, headers: HeaderMap, mut multipart
             StatusCode::PAYLOAD_TOO_LARGE,
             format!(
                 "the file is larger than the upload limit of {} (DS_UPLOAD_LIMIT); put it under a dataset folder on the server and import it by path",
-                uploads::human_bytes(settings.upload_limit)
+                domain::units::bytes(settings.upload_limit)
             ),
         );
     }

@@ -16,13 +16,7 @@ use support::{body_text, TestApp};
 fn spec(run: i64, destination: Destination) -> ExportSpec {
     ExportSpec {
         selection: ExportSelection::for_runs(vec![run]),
-        format: ExportFormat {
-            layout: Layout::Conversations,
-            file: FileFormat::Jsonl,
-            reasoning: ReasoningStyle::Field,
-            tokenization: None,
-            validation_share: 0.0,
-        },
+        format: ExportFormat::default(),
         destination,
     }
 }

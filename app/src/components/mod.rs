@@ -1,2 +1,4 @@
+pub mod fields;
+pub mod interval;
 pub mod layout;
 pub mod time;

@@ -1,7 +1,7 @@
 //! Horizontal bars drawn with plain CSS widths: category counts and histograms.
 
-use super::thousands;
 use domain::dataset::Bucket;
+use domain::units::thousands;
 use leptos::prelude::*;
 
 /// One bar per (label, rows), widths relative to the largest.

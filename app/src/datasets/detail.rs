@@ -3,14 +3,12 @@
 
 use super::{
     api::{dataset_rows, fetch_dataset_detail, CancelImport},
-    bytes,
     charts::{bucket_rows, Bars},
-    every,
     list::StatusBadge,
-    thousands,
 };
-use crate::components::time::RelativeTime;
+use crate::components::{interval::every, time::RelativeTime};
 use domain::dataset::{DatasetDetail, DatasetRow, DatasetStatus, DatasetSummary, SourceSpec};
+use domain::units::{bytes, thousands};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
@@ -151,8 +149,8 @@ fn Progress(s: DatasetSummary) -> impl IntoView {
 
 fn progress_bytes(s: &DatasetSummary) -> String {
     match s.bytes_total {
-        Some(total) => format!("{} of {}", bytes(s.bytes_read), bytes(total)),
-        None => bytes(s.bytes_read),
+        Some(total) => format!("{} of {}", bytes(s.bytes_read.max(0) as u64), bytes(total.max(0) as u64)),
+        None => bytes(s.bytes_read.max(0) as u64),
     }
 }
 

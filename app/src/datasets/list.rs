@@ -1,8 +1,10 @@
 //! The datasets list.
 
-use super::{api::list_datasets, every, thousands};
+use super::api::list_datasets;
+use crate::components::interval::every;
 use crate::components::time::RelativeTime;
 use domain::dataset::{DatasetStatus, DatasetSummary};
+use domain::units::thousands;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use std::time::Duration;

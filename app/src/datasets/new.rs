@@ -1,11 +1,9 @@
 //! The new-dataset form: choose a source (server file, upload, Hugging Face), look at the
 //! detected schema and a preview, adjust the mapping, name it and import.
 
-use super::{
-    api::{fetch_import_limits, ImportDataset, PreviewDataset},
-    bytes,
-};
+use super::api::{fetch_import_limits, ImportDataset, PreviewDataset};
 use domain::dataset::{Mapping, Preview, PreviewRow, Schema, SourceSpec};
+use domain::units::bytes;
 use leptos::prelude::*;
 use leptos_meta::Title;
 
@@ -160,7 +158,7 @@ fn UploadSource(
                 <input node_ref=input type="file" name="file" data-testid="upload-input"
                     accept=".jsonl,.gz,.json,.parquet,.ndjson" on:change=on_change/>
             </label>
-            <p class="muted">{limit.map(|l| format!("Up to {} per file; larger files can be imported from a server folder.", bytes(l as i64)))}</p>
+            <p class="muted">{limit.map(|l| format!("Up to {} per file; larger files can be imported from a server folder.", bytes(l)))}</p>
             {move || progress.get().map(|f| view! {
                 <div class="ds-progress" data-testid="upload-progress"><span class="bar-fill" style=format!("width: {:.1}%", f * 100.0)></span></div>
             })}
@@ -272,7 +270,7 @@ fn PreviewPanel(
             <h2>"Preview"</h2>
             <p data-testid="detected-schema">
                 {format!("{} · columns: {} · {}", p.format, p.columns.join(", "), detected)}
-                {p.bytes_total.map(|b| format!(" · {}", bytes(b as i64)))}
+                {p.bytes_total.map(|b| format!(" · {}", bytes(b)))}
             </p>
             <div class="inline-form">
                 <label>"Schema"

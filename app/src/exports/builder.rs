@@ -3,56 +3,11 @@
 
 use super::api::{fetch_export_choices, ExportChoices, PreviewExport, SavePreset, StartExport};
 use super::form::ExportForm;
-use crate::datasets::thousands;
+use crate::components::fields::{Choice, Field, GetField};
 use domain::export::{ExportPreview, ExportSpec};
 use domain::generation::SampleState;
+use domain::units::thousands;
 use leptos::prelude::*;
-
-type GetField = fn(&ExportForm) -> &String;
-type SetField = fn(&mut ExportForm, String);
-
-/// A labelled input bound to one text field of the form.
-#[component]
-fn Field(
-    form: RwSignal<ExportForm>,
-    label: &'static str,
-    name: &'static str,
-    get: GetField,
-    set: SetField,
-    #[prop(optional)] hint: &'static str,
-    #[prop(default = "text")] kind: &'static str,
-) -> impl IntoView {
-    view! {
-        <label>
-            {label}
-            <input type=kind name=name step="any" placeholder=hint
-                prop:value=move || form.with(|f| get(f).clone())
-                on:input=move |ev| form.update(|f| set(f, event_target_value(&ev)))/>
-        </label>
-    }
-}
-
-/// A select bound to one field, with (value, label) options.
-#[component]
-fn Choice(
-    form: RwSignal<ExportForm>,
-    label: &'static str,
-    name: &'static str,
-    get: GetField,
-    set: SetField,
-    options: &'static [(&'static str, &'static str)],
-) -> impl IntoView {
-    view! {
-        <label>
-            {label}
-            <select name=name on:change=move |ev| form.update(|f| set(f, event_target_value(&ev)))>
-                {options.iter().map(|(value, text)| view! {
-                    <option value=*value selected=move || form.with(|f| get(f) == value)>{*text}</option>
-                }).collect_view()}
-            </select>
-        </label>
-    }
-}
 
 #[component]
 pub fn Builder(
@@ -161,7 +116,7 @@ fn BuilderForm(
     let flags = StoredValue::new(choices.flags);
     let runs = StoredValue::new(choices.runs);
     let roots = choices.roots.join(", ");
-    let is = move |field: GetField, value: &'static str| move || form.with(|f| field(f) == value);
+    let is = move |field: GetField<ExportForm>, value: &'static str| move || form.with(|f| field(f) == value);
 
     view! {
         <form class="stack export-form" on:submit=on_export data-testid="export-form">

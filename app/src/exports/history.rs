@@ -4,9 +4,9 @@
 use super::api::{download_url, CancelExport, ExportItem};
 use super::confirm::ConfirmButton;
 use crate::components::time::RelativeTime;
-use crate::datasets::{bytes, thousands};
 use crate::AppError;
 use domain::export::ExportStatus;
+use domain::units::{bytes, thousands};
 use leptos::prelude::*;
 
 #[component]
@@ -119,7 +119,7 @@ fn ExportRow(e: ExportItem, cancel: ServerAction<CancelExport>) -> impl IntoView
                 view! {
                     <li>
                         <a href=download_url(id, &f.name) download=format!("export-{id}-{}", f.name) data-testid="download-file">{f.name.clone()}</a>
-                        <span class="small muted">{format!(" {}{rows}", bytes(f.bytes as i64))}</span>
+                        <span class="small muted">{format!(" {}{rows}", bytes(f.bytes))}</span>
                     </li>
                 }
             })
@@ -144,7 +144,7 @@ fn ExportRow(e: ExportItem, cancel: ServerAction<CancelExport>) -> impl IntoView
             </td>
             <td class="progress-cell">{progress}</td>
             <td class="num">{samples}</td>
-            <td class="num">{e.bytes.map(bytes)}</td>
+            <td class="num">{e.bytes.map(|b| bytes(b.max(0) as u64))}</td>
             <td class="files">
                 {location.map(|l| view! { <div class="mono small location" title=l.clone()>{l.clone()}</div> })}
                 <ul class="file-list">{files}</ul>

@@ -5,7 +5,7 @@ use super::api::{
     list_exports, list_presets, CancelExport, DeletePreset, SavePreset, StartExport, StartPreset,
 };
 use super::{builder::Builder, form::ExportForm, history::History, presets::Presets};
-use crate::datasets::every;
+use crate::components::interval::every;
 use domain::export::ExportStatus;
 use leptos::prelude::*;
 use leptos_meta::Title;

@@ -1,27 +1,10 @@
 //! Numbers and labels as the review pages show them.
 
-use domain::{generation::SampleState, review::ReviewState};
+use domain::{generation::SampleState, review::ReviewState, units::thousands};
 
 /// 12345 → "12,345"; None → "–".
 pub fn count(n: Option<i64>) -> String {
-    match n {
-        None => "–".into(),
-        Some(n) => {
-            let digits = n.unsigned_abs().to_string();
-            let mut out = String::new();
-            for (i, c) in digits.chars().enumerate() {
-                if i > 0 && (digits.len() - i) % 3 == 0 {
-                    out.push(',');
-                }
-                out.push(c);
-            }
-            if n < 0 {
-                format!("-{out}")
-            } else {
-                out
-            }
-        }
-    }
+    n.map(thousands).unwrap_or_else(|| "–".into())
 }
 
 pub fn tokens(n: Option<i32>) -> String {

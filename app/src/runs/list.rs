@@ -4,24 +4,11 @@ use super::{
     api::list_runs,
     chart::{ProgressBar, Sparkline},
 };
-use crate::components::time::RelativeTime;
+use crate::components::{interval::every, time::RelativeTime};
 use domain::dashboard::RunListItem;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use std::time::Duration;
-
-/// Calls `tick` every `every` while the page is open in a browser.
-pub fn every(every: Duration, tick: impl Fn() + Clone + 'static) {
-    #[cfg(feature = "hydrate")]
-    Effect::new(move |_| {
-        let tick = tick.clone();
-        if let Ok(handle) = set_interval_with_handle(move || tick(), every) {
-            on_cleanup(move || handle.clear());
-        }
-    });
-    #[cfg(not(feature = "hydrate"))]
-    let _ = (every, tick);
-}
 
 #[component]
 pub fn RunsPage() -> impl IntoView {

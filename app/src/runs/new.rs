@@ -2,56 +2,11 @@
 //! endpoints themselves too) and answers with everything to change at once.
 
 use super::api::{get_form_choices, CreateRun, FormChoices};
+use crate::components::fields::{Choice, Field};
 use domain::run_form::RunForm;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_navigate;
-
-type GetField = fn(&RunForm) -> &String;
-type SetField = fn(&mut RunForm, String);
-
-/// A labelled text or number input bound to one field of the form.
-#[component]
-fn Field(
-    form: RwSignal<RunForm>,
-    label: &'static str,
-    name: &'static str,
-    get: GetField,
-    set: SetField,
-    #[prop(optional)] hint: &'static str,
-    #[prop(default = "text")] kind: &'static str,
-) -> impl IntoView {
-    view! {
-        <label>
-            {label}
-            <input type=kind name=name step="any" placeholder=hint
-                prop:value=move || form.with(|f| get(f).clone())
-                on:input=move |ev| form.update(|f| set(f, event_target_value(&ev)))/>
-        </label>
-    }
-}
-
-/// A select bound to one field, with (value, label) options.
-#[component]
-fn Choice(
-    form: RwSignal<RunForm>,
-    label: &'static str,
-    name: &'static str,
-    get: GetField,
-    set: SetField,
-    options: &'static [(&'static str, &'static str)],
-) -> impl IntoView {
-    view! {
-        <label>
-            {label}
-            <select name=name on:change=move |ev| form.update(|f| set(f, event_target_value(&ev)))>
-                {options.iter().map(|(value, text)| view! {
-                    <option value=*value selected=move || form.with(|f| get(f) == value)>{*text}</option>
-                }).collect_view()}
-            </select>
-        </label>
-    }
-}
 
 #[component]
 pub fn NewRunPage() -> impl IntoView {

@@ -263,13 +263,7 @@ async fn main() {
 
     let mut spec = ExportSpec {
         selection: ExportSelection::for_runs(vec![run]),
-        format: ExportFormat {
-            layout: Layout::Conversations,
-            file: FileFormat::Jsonl,
-            reasoning: ReasoningStyle::Field,
-            tokenization: None,
-            validation_share: 0.05,
-        },
+        format: ExportFormat { validation_share: 0.05, ..Default::default() },
         destination: Destination::Directory { path: "out".into() },
     };
     timed_export(&pool, &storage, &spec, "SpecForge JSONL", n).await;

@@ -2,7 +2,7 @@
 //! `GET {endpoint}/api/datasets/{repo}/parquet/{config}/{split}` lists the files, each is
 //! streamed to `<files_dir>/hub/...` within the upload limit.
 
-use super::{uploads::human_bytes, DatasetSettings};
+use super::DatasetSettings;
 use crate::{Error, Result};
 use futures::StreamExt;
 use sha2::{Digest, Sha256};
@@ -118,7 +118,7 @@ impl HubClient {
                 let _ = tokio::fs::remove_file(&partial).await;
                 return Err(Error::invalid(format!(
                     "the dataset is larger than the download limit of {} (DS_UPLOAD_LIMIT)",
-                    human_bytes(self.limit)
+                    domain::units::bytes(self.limit)
                 )));
             }
             file.write_all(&chunk).await.map_err(|e| Error::Internal(e.into()))?;

@@ -97,5 +97,5 @@ pub fn kind_of(value: &Value) -> &'static str {
 }
 
 pub(crate) fn oversize(limit: usize) -> String {
-    format!("the record is larger than the limit of {} per row", super::uploads::human_bytes(limit as u64))
+    format!("the record is larger than the limit of {} per row", domain::units::bytes(limit as u64))
 }

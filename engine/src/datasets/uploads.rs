@@ -33,7 +33,7 @@ where
             if bytes > settings.upload_limit {
                 return Err(Error::invalid(format!(
                     "the file is larger than the upload limit of {} (DS_UPLOAD_LIMIT); put it under a dataset folder on the server and import it by path",
-                    human_bytes(settings.upload_limit)
+                    domain::units::bytes(settings.upload_limit)
                 )));
             }
             file.write_all(&chunk).await.map_err(|e| internal("writing the upload", e))?;
@@ -87,19 +87,4 @@ fn sanitize(filename: &str) -> String {
 
 fn internal(what: &str, e: std::io::Error) -> Error {
     Error::Internal(anyhow::anyhow!("{what}: {e}"))
-}
-
-pub fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = n as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{n} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit]).replace(".0 ", " ")
-    }
 }
