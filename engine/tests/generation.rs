@@ -489,7 +489,8 @@ async fn adaptive_concurrency_grows_to_fill_the_server_and_says_why(pool: sqlx::
     stop.cancel();
     worker.await.unwrap().unwrap();
     assert!((40..=70).contains(&limit), "limit {limit} ({reason}) should settle near the server's 48 slots");
-    assert!(reason.contains("running"), "{reason}");
+    // Why: the server's batch ("48 running, ...") or an increase that did not pay.
+    assert!(reason.contains("running") || reason.contains("generation rate"), "{reason}");
     let recorded = count(
         &pool,
         "SELECT count(*) FROM run_metrics WHERE run_id = $1 AND server_running IS NOT NULL",

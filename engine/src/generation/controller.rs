@@ -5,6 +5,10 @@
 //! not transfer. The controller instead reads the server's scheduler: it grows the limit while
 //! the batch has room (nothing waiting), trims it to "running + a small queue" once requests
 //! wait, and backs off on preemptions with a full KV cache or on timeouts and server errors.
+//! Past the point where the server's own generation rate stops rising, a bigger batch only
+//! makes each request slower (and fills the KV cache): each increase is checked against that
+//! rate on the next tick, and one that did not raise it by 5% is undone and not tried again
+//! for a minute.
 //! Without `/metrics` it falls back to the client's own view: time to first token against its
 //! unloaded baseline stands in for the waiting queue.
 
@@ -16,6 +20,8 @@ pub struct ServerSignals {
     pub kv_usage: f64,
     /// Preemptions since the previous tick.
     pub new_preemptions: f64,
+    /// Tokens the server generated per second since the previous reading, when known.
+    pub generation_tps: Option<f64>,
 }
 
 /// What one tick saw.
@@ -48,13 +54,41 @@ pub struct Controller {
     slow_start: bool,
     /// Lowest time to first token seen (EWMA of quiet periods), the no-queue baseline.
     ttft_baseline: Option<f64>,
+    /// The last increase, to be judged by the server's generation rate on the next tick.
+    trial: Option<Trial>,
+    /// A limit that growing past did not pay, and the ticks until it may be tried again.
+    ceiling: Option<(u32, u32)>,
+}
+
+/// An increase from `from` made while the server generated `tps` tokens/s.
+#[derive(Clone, Copy, Debug)]
+struct Trial {
+    from: u32,
+    tps: f64,
+    /// Ticks since the increase.
+    ticks: u32,
 }
 
 const HOLD_TICKS: u32 = 3;
+/// An increase must raise the server's generation rate by this factor to be kept.
+const WORTH_GROWING: f64 = 1.05;
+/// Ticks before a limit that did not pay is tried again (the workload may have changed).
+const CEILING_TICKS: u32 = 60;
+/// Ticks to wait for readings of the server's generation rate before dropping a trial.
+const TRIAL_TICKS: u32 = 4;
 
 impl Controller {
     pub fn new(initial: u32, min: u32, max: u32) -> Self {
-        Self { limit: initial.clamp(min, max), min, max, hold: 0, slow_start: true, ttft_baseline: None }
+        Self {
+            limit: initial.clamp(min, max),
+            min,
+            max,
+            hold: 0,
+            slow_start: true,
+            ttft_baseline: None,
+            trial: None,
+            ceiling: None,
+        }
     }
 
     pub fn limit(&self) -> u32 {
@@ -62,12 +96,18 @@ impl Controller {
     }
 
     /// Adopts the limit another process stored while it held the controller lease.
+    /// (Called every tick with the stored limit; a trial survives unless the limit changed.)
     pub fn set_limit(&mut self, limit: u32) {
-        self.limit = limit.clamp(self.min, self.max);
+        let limit = limit.clamp(self.min, self.max);
+        if limit != self.limit {
+            self.trial = None;
+        }
+        self.limit = limit;
     }
 
     pub fn observe(&mut self, obs: Observation) -> Decision {
         self.hold = self.hold.saturating_sub(1);
+        self.ceiling = self.ceiling.and_then(|(limit, ticks)| (ticks > 1).then(|| (limit, ticks - 1)));
         let (target, reason) = match obs.server {
             Some(server) => self.with_server(obs, server),
             None => self.without_server(obs),
@@ -117,6 +157,43 @@ impl Controller {
                 ),
             );
         }
+        if let Some(trial) = self.trial {
+            match s.generation_tps {
+                // `/metrics` is read on its own clock, so the first reading after an increase
+                // still covers mostly the old limit: judge on the second.
+                Some(_) if trial.ticks == 0 => {
+                    self.trial = Some(Trial { ticks: 1, ..trial });
+                    return (
+                        self.limit,
+                        "judging the last increase by the server's generation rate".to_string(),
+                    );
+                }
+                Some(tps) => {
+                    self.trial = None;
+                    if tps < trial.tps * WORTH_GROWING && trial.from < self.limit {
+                        self.slow_start = false;
+                        self.ceiling = Some((trial.from, CEILING_TICKS));
+                        return (
+                            trial.from,
+                            format!(
+                                "{} did not raise the server's generation rate over {} ({:.0} → {:.0} tokens/s)",
+                                self.limit, trial.from, trial.tps, tps
+                            ),
+                        );
+                    }
+                }
+                // No new reading of the server yet: judge the increase before making another,
+                // unless the readings have stopped.
+                None if trial.ticks < TRIAL_TICKS => {
+                    self.trial = Some(Trial { ticks: trial.ticks + 1, ..trial });
+                    return (
+                        self.limit,
+                        "judging the last increase by the server's generation rate".to_string(),
+                    );
+                }
+                None => self.trial = None,
+            }
+        }
         if s.waiting > queue_target * 2.0 {
             self.slow_start = false;
             // The batch is full: keep a small queue so it stays full, no more.
@@ -129,6 +206,15 @@ impl Controller {
         }
         if self.hold == 0 && self.saturated(obs.outstanding) && s.waiting <= queue_target && s.kv_usage < 0.95
         {
+            if let Some((ceiling, ticks)) = self.ceiling {
+                if self.limit >= ceiling {
+                    return (
+                        self.limit,
+                        format!("steady: a higher limit did not raise the server's generation rate (next try in {ticks} s)"),
+                    );
+                }
+            }
+            self.trial = s.generation_tps.map(|tps| Trial { from: self.limit, tps, ticks: 0 });
             return (
                 self.increase(),
                 format!(
@@ -173,7 +259,13 @@ mod tests {
     use super::*;
 
     fn server(running: f64, waiting: f64, kv: f64, preempted: f64) -> Option<ServerSignals> {
-        Some(ServerSignals { running, waiting, kv_usage: kv, new_preemptions: preempted })
+        Some(ServerSignals {
+            running,
+            waiting,
+            kv_usage: kv,
+            new_preemptions: preempted,
+            generation_tps: None,
+        })
     }
 
     /// A toy server with `max_seqs` batch slots: everything above it waits.
@@ -198,6 +290,54 @@ mod tests {
         assert!((200..=240).contains(&c.limit()), "limit {}", c.limit());
         let c = run_against(32, 80);
         assert!((32..=40).contains(&c.limit()), "limit {}", c.limit());
+    }
+
+    /// A server whose generation rate stops rising at `knee` running sequences (each runs at
+    /// 60 tokens/s alone; together they share 60 × knee).
+    fn run_against_knee(knee: u32, max_seqs: u32, ticks: usize) -> Vec<Decision> {
+        let mut c = Controller::new(4, 1, 1024);
+        (0..ticks)
+            .map(|_| {
+                let outstanding = c.limit();
+                let running = outstanding.min(max_seqs);
+                let mut signals =
+                    server(running as f64, outstanding.saturating_sub(max_seqs) as f64, 0.3, 0.0);
+                if let Some(s) = signals.as_mut() {
+                    s.generation_tps = Some(60.0 * running.min(knee) as f64);
+                }
+                c.observe(Observation { outstanding, server: signals, ..Default::default() })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn growth_stops_where_the_servers_generation_rate_stops_rising() {
+        let decisions = run_against_knee(25, 200, 40);
+        let last = decisions.last().unwrap();
+        // 4, 8, 16, 32 raise the rate; 64 does not and is undone (each judged two ticks on).
+        assert_eq!(last.limit, 32, "{decisions:#?}");
+        let undo = decisions
+            .iter()
+            .find(|d| d.changed && d.reason.contains("did not raise"))
+            .expect("an undone increase");
+        assert!(
+            undo.reason.contains("64 did not raise the server's generation rate over 32"),
+            "{}",
+            undo.reason
+        );
+        assert!(last.reason.contains("next try in"), "{}", last.reason);
+        // A minute later it tries again, and is undone again.
+        let decisions = run_against_knee(25, 200, 80);
+        assert_eq!(decisions.last().unwrap().limit, 32);
+        let undone = decisions.iter().filter(|d| d.changed && d.reason.contains("did not raise"));
+        assert_eq!(undone.count(), 2);
+    }
+
+    #[test]
+    fn a_rate_that_keeps_rising_grows_to_a_full_batch() {
+        let decisions = run_against_knee(10_000, 200, 120);
+        let limit = decisions.last().unwrap().limit;
+        assert!((200..=240).contains(&limit), "limit {limit}");
     }
 
     #[test]

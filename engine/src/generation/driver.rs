@@ -159,6 +159,10 @@ pub(super) async fn drive(run: Arc<RunContext>, endpoint: EndpointTarget, mut ph
                     new_preemptions: previous_load
                         .as_ref()
                         .map_or(0.0, |p| (load.preemptions_total - p.preemptions_total).max(0.0)),
+                    generation_tps: previous_load.as_ref().and_then(|p| {
+                        let seconds = load.at.duration_since(p.at).as_secs_f64();
+                        (seconds > 0.0).then(|| (load.generation_tokens_total - p.generation_tokens_total).max(0.0) / seconds)
+                    }),
                 });
                 let observation = Observation {
                     outstanding: in_flight * run.live_workers.load(Ordering::Relaxed).max(1),
