@@ -7,8 +7,8 @@
 //! wait, and backs off on preemptions with a full KV cache or on timeouts and server errors.
 //! Past the point where the server's own generation rate stops rising, a bigger batch only
 //! makes each request slower (and fills the KV cache): each increase is checked against that
-//! rate on the next tick, and one that did not raise it by 5% is undone and not tried again
-//! for a minute.
+//! rate two ticks later, and one that did not raise it by 5% is undone and not tried again for
+//! a minute.
 //! Without `/metrics` it falls back to the client's own view: time to first token against its
 //! unloaded baseline stands in for the waiting queue.
 
@@ -54,7 +54,7 @@ pub struct Controller {
     slow_start: bool,
     /// Lowest time to first token seen (EWMA of quiet periods), the no-queue baseline.
     ttft_baseline: Option<f64>,
-    /// The last increase, to be judged by the server's generation rate on the next tick.
+    /// The last increase, to be judged by the server's generation rate two ticks later.
     trial: Option<Trial>,
     /// A limit that growing past did not pay, and the ticks until it may be tried again.
     ceiling: Option<(u32, u32)>,
