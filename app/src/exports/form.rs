@@ -50,13 +50,7 @@ impl Default for ExportForm {
     fn default() -> Self {
         Self::from_spec(&ExportSpec {
             selection: ExportSelection::for_runs(Vec::new()),
-            format: ExportFormat {
-                layout: Layout::Conversations,
-                file: FileFormat::Jsonl,
-                reasoning: ReasoningStyle::Field,
-                tokenization: None,
-                validation_share: 0.0,
-            },
+            format: ExportFormat::default(),
             destination: Destination::Directory { path: "sets".into() },
         })
     }

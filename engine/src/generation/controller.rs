@@ -158,16 +158,9 @@ impl Controller {
             );
         }
         if let Some(trial) = self.trial {
-            match s.generation_tps {
-                // `/metrics` is read on its own clock, so the first reading after an increase
-                // still covers mostly the old limit: judge on the second.
-                Some(_) if trial.ticks == 0 => {
-                    self.trial = Some(Trial { ticks: 1, ..trial });
-                    return (
-                        self.limit,
-                        "judging the last increase by the server's generation rate".to_string(),
-                    );
-                }
+            // `/metrics` is read on its own clock, so the first reading after an increase still
+            // covers mostly the old limit: judge on the second.
+            match s.generation_tps.filter(|_| trial.ticks > 0) {
                 Some(tps) => {
                     self.trial = None;
                     if tps < trial.tps * WORTH_GROWING && trial.from < self.limit {
@@ -182,8 +175,7 @@ impl Controller {
                         );
                     }
                 }
-                // No new reading of the server yet: judge the increase before making another,
-                // unless the readings have stopped.
+                // Judge the increase before making another, unless the readings have stopped.
                 None if trial.ticks < TRIAL_TICKS => {
                     self.trial = Some(Trial { ticks: trial.ticks + 1, ..trial });
                     return (

@@ -159,10 +159,7 @@ pub(super) async fn drive(run: Arc<RunContext>, endpoint: EndpointTarget, mut ph
                     new_preemptions: previous_load
                         .as_ref()
                         .map_or(0.0, |p| (load.preemptions_total - p.preemptions_total).max(0.0)),
-                    generation_tps: previous_load.as_ref().and_then(|p| {
-                        let seconds = load.at.duration_since(p.at).as_secs_f64();
-                        (seconds > 0.0).then(|| (load.generation_tokens_total - p.generation_tokens_total).max(0.0) / seconds)
-                    }),
+                    generation_tps: previous_load.as_ref().and_then(|p| load.rate_since(p, |l| l.generation_tokens_total)),
                 });
                 let observation = Observation {
                     outstanding: in_flight * run.live_workers.load(Ordering::Relaxed).max(1),
@@ -303,14 +300,10 @@ async fn record(
     load: Option<&ServerLoad>,
     previous: Option<&ServerLoad>,
 ) {
-    let rate = |now: f64, before: f64, load: &ServerLoad, previous: &ServerLoad| {
-        let seconds = load.at.duration_since(previous.at).as_secs_f64();
-        (seconds > 0.0).then(|| ((now - before).max(0.0) / seconds) as f32)
-    };
     let (prompt_tps, generation_tps) = match (load, previous) {
         (Some(l), Some(p)) => (
-            rate(l.prompt_tokens_total, p.prompt_tokens_total, l, p),
-            rate(l.generation_tokens_total, p.generation_tokens_total, l, p),
+            l.rate_since(p, |l| l.prompt_tokens_total).map(|r| r as f32),
+            l.rate_since(p, |l| l.generation_tokens_total).map(|r| r as f32),
         ),
         _ => (None, None),
     };

@@ -16,6 +16,13 @@ pub struct ServerLoad {
 }
 
 impl ServerLoad {
+    /// Per second since `previous`, of the counter `counter` picks; `None` when no time passed
+    /// (the same scrape read twice).
+    pub fn rate_since(&self, previous: &ServerLoad, counter: fn(&ServerLoad) -> f64) -> Option<f64> {
+        let seconds = self.at.duration_since(previous.at).as_secs_f64();
+        (seconds > 0.0).then(|| (counter(self) - counter(previous)).max(0.0) / seconds)
+    }
+
     /// Reads the vLLM metrics out of a scrape; `None` when it has none of them (not vLLM).
     /// Values are summed over engines (data parallelism); KV use is the busiest engine's.
     pub fn parse(text: &str) -> Option<Self> {
