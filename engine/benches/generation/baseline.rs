@@ -11,6 +11,7 @@ pub struct Outcome {
     pub prompt: usize,
     /// Completion tokens, when the request came back.
     pub tokens: Option<u32>,
+    pub started: Duration,
     pub finished: Duration,
 }
 
@@ -35,6 +36,7 @@ pub async fn run(
         });
         let (http, url) = (http.clone(), format!("{base_url}/v1/chat/completions"));
         tasks.push(tokio::spawn(async move {
+            let started = start.elapsed();
             let result = http.post(url).json(&body).timeout(timeout).send().await;
             let tokens = match result {
                 Ok(response) if response.status().is_success() => response
@@ -46,7 +48,7 @@ pub async fn run(
                 _ => None,
             };
             drop(permit);
-            Outcome { prompt: i, tokens, finished: start.elapsed() }
+            Outcome { prompt: i, tokens, started, finished: start.elapsed() }
         }));
     }
     let mut outcomes = Vec::new();

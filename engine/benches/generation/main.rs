@@ -1,6 +1,6 @@
 //! Generation benchmark (issue 4). Not a test: prints figures for the README.
 //!
-//!   cargo build --release -p vllm-sim && cargo bench -p engine --bench generation
+//!   cargo build -p vllm-sim && cargo bench -p engine --bench generation   (same profile for both)
 //!
 //! Part 1 runs one prompt set against a simulator set up like the server that lost 8% of a
 //! run (about 1,500 tokens/s, up to 200 running sequences, lengths up to 8,192 tokens, 20×
@@ -8,6 +8,10 @@
 //! with 600 s; a sweep of Draft Studio at fixed concurrencies; (c) Draft Studio adaptive.
 //! Part 2 measures the engine's own cost per streamed token against a simulator with no delay.
 //! The simulator runs as its own process so its CPU is not counted as the client's.
+//!
+//! Knobs: `BENCH_SAMPLES` (2000), `BENCH_ROUNDS` (1; each set-up runs that many times,
+//! round-robin, and the table shows its median round with the spread), `BENCH_FIXED` (the
+//! sweep, "16,32,64,128,200,300").
 
 mod baseline;
 mod sim_process;
@@ -50,93 +54,117 @@ struct Report {
     total: usize,
     /// Useful (successful) tokens per simulated second over the whole run.
     useful_tps: f64,
-    /// The same between the 10th and the 90th percentile of completions: the steady state,
-    /// without the ramp-up and the tail of long generations.
+    /// Useful tokens generated between the 10th and the 90th percentile of completions: the
+    /// steady state, without the ramp-up and the tail of long generations.
     saturated_tps: f64,
+    /// Whole samples' tokens counted when they finish, over the same window (the measure of
+    /// earlier figures; see `steady_state_tps`).
+    by_finish_tps: f64,
+    /// Lowest and highest steady-state figure over the rounds.
+    spread: String,
     /// Natural lengths of the lost samples.
     lost_lengths: Vec<u32>,
 }
 
+/// One client set-up of part 1.
+enum Client {
+    /// The plain script: fixed non-streaming requests with a total timeout, no retry.
+    Script {
+        name: &'static str,
+        concurrency: usize,
+        timeout_secs: f64,
+    },
+    DraftStudio {
+        name: String,
+        concurrency: Concurrency,
+    },
+}
+
 #[tokio::main]
 async fn main() {
-    let samples: usize = std::env::var("BENCH_SAMPLES").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
+    let samples: usize = env_or("BENCH_SAMPLES", 2000);
+    // Each set-up runs this many times, round-robin; the table shows each one's median round.
+    let rounds: usize = env_or("BENCH_ROUNDS", 1);
+    let fixed: Vec<u32> = std::env::var("BENCH_FIXED")
+        .map(|v| {
+            v.split(',').map(|n| n.trim().parse().expect("BENCH_FIXED: numbers, comma-separated")).collect()
+        })
+        .unwrap_or_else(|_| vec![16, 32, 64, 128, 200, 300]);
     let pool = scratch_database().await;
     let by = testing::user(&pool).await;
     let prompts: Vec<String> = (0..samples).map(prompt).collect();
-    println!("# Generation benchmark: {samples} prompts\n");
+    println!("# Generation benchmark: {samples} prompts, {rounds} round(s)\n");
 
     let lengths = natural_lengths(&prompts).await;
-    let mut reports = Vec::new();
+    let mut clients = vec![
+        Client::Script {
+            name: "(a) 200 fixed, non-streaming, 60 s timeout, no retry",
+            concurrency: 200,
+            timeout_secs: 60.0,
+        },
+        Client::Script {
+            name: "(b) 128 fixed, non-streaming, 600 s timeout, no retry",
+            concurrency: 128,
+            timeout_secs: 600.0,
+        },
+    ];
+    clients.extend(fixed.iter().map(|&limit| Client::DraftStudio {
+        name: format!("Draft Studio, fixed {limit}"),
+        concurrency: Concurrency::Fixed { limit },
+    }));
+    clients.push(Client::DraftStudio {
+        name: "(c) Draft Studio, adaptive (default bounds 4–512)".to_string(),
+        concurrency: Concurrency::Adaptive { min: 4, max: 512 },
+    });
 
-    let sim = SimProcess::start(&overload_args()).await;
-    reports.push(
-        baseline_report(
-            "(a) 200 fixed, non-streaming, 60 s timeout, no retry",
-            &sim,
-            &prompts,
-            &lengths,
-            200,
-            60.0,
-        )
-        .await,
-    );
-    drop(sim);
-    let sim = SimProcess::start(&overload_args()).await;
-    reports.push(
-        baseline_report(
-            "(b) 128 fixed, non-streaming, 600 s timeout, no retry",
-            &sim,
-            &prompts,
-            &lengths,
-            128,
-            600.0,
-        )
-        .await,
-    );
-    drop(sim);
-    let mut best_fixed = 0.0f64;
-    for fixed in [16, 32, 64, 128, 200, 300] {
-        let sim = SimProcess::start(&overload_args()).await;
-        let report = engine_report(
-            &format!("Draft Studio, fixed {fixed}"),
-            &pool,
-            by,
-            &sim,
-            &prompts,
-            &lengths,
-            Concurrency::Fixed { limit: fixed },
-        )
-        .await;
-        best_fixed = best_fixed.max(report.saturated_tps);
-        reports.push(report);
+    let mut results: Vec<Vec<Report>> = clients.iter().map(|_| Vec::new()).collect();
+    for _ in 0..rounds {
+        for (client, results) in clients.iter().zip(&mut results) {
+            let sim = SimProcess::start(&overload_args()).await;
+            let report = match client {
+                Client::Script { name, concurrency, timeout_secs } => {
+                    baseline_report(name, &sim, &prompts, &lengths, *concurrency, *timeout_secs).await
+                }
+                Client::DraftStudio { name, concurrency } => {
+                    engine_report(name, &pool, by, &sim, &prompts, &lengths, *concurrency).await
+                }
+            };
+            results.push(report);
+        }
     }
-    let sim = SimProcess::start(&overload_args()).await;
-    let adaptive = engine_report(
-        "(c) Draft Studio, adaptive (default bounds 4–512)",
-        &pool,
-        by,
-        &sim,
-        &prompts,
-        &lengths,
-        Concurrency::Adaptive { min: 4, max: 512 },
-    )
-    .await;
-    let adaptive_tps = adaptive.saturated_tps;
-    reports.push(adaptive);
-    drop(sim);
+    let reports: Vec<Report> = results
+        .into_iter()
+        .map(|mut rounds| {
+            rounds.sort_by(|a, b| a.saturated_tps.total_cmp(&b.saturated_tps));
+            let spread =
+                format!("{:.0}–{:.0}", rounds[0].saturated_tps, rounds[rounds.len() - 1].saturated_tps);
+            let mut median = rounds.swap_remove(rounds.len() / 2);
+            median.spread = spread;
+            median
+        })
+        .collect();
+    let best_fixed = clients
+        .iter()
+        .zip(&reports)
+        .filter(|(c, _)| matches!(c, Client::DraftStudio { concurrency: Concurrency::Fixed { .. }, .. }))
+        .map(|(_, r)| r.saturated_tps)
+        .fold(0.0, f64::max);
+    let adaptive_tps = reports.last().expect("adaptive ran").saturated_tps;
 
-    println!("| client | lost | useful tok/s (whole run) | useful tok/s, steady state | % of capacity (steady) | lost by natural length |");
-    println!("| --- | --- | --- | --- | --- | --- |");
+    println!("| client | lost | useful tok/s (whole run) | useful tok/s, steady state (rounds) | % of capacity (steady) | by finish time (biased) | lost by natural length |");
+    println!("| --- | --- | --- | --- | --- | --- | --- |");
     for r in &reports {
         println!(
-            "| {} | {} of {} ({:.1}%) | {:.0} | {:.0} | {:.1}% | {} |",
+            "| {} | {} of {} ({:.1}%) | {:.0} | {:.0} ({}) | {:.1}% | {:.0} | {} |",
             r.name,
             r.lost,
             r.total,
             100.0 * r.lost as f64 / r.total as f64,
             r.useful_tps,
             r.saturated_tps,
+            r.spread,
             100.0 * r.saturated_tps / CAPACITY,
+            r.by_finish_tps,
             length_bands(&r.lost_lengths, &lengths)
         );
     }
@@ -147,6 +175,10 @@ async fn main() {
 
     client_cost(&pool, by, false).await;
     client_cost(&pool, by, true).await;
+}
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
 fn prompt(i: usize) -> String {
@@ -205,15 +237,20 @@ async fn baseline_report(
             .await;
     let makespan = start.elapsed();
     let lost: Vec<u32> = outcomes.iter().filter(|o| o.tokens.is_none()).map(|o| lengths[o.prompt]).collect();
-    let finished: Vec<(f64, Option<u32>)> =
-        outcomes.iter().map(|o| (o.finished.as_secs_f64(), o.tokens)).collect();
+    // Non-streaming: the tokens came somewhere between sending the request and the answer.
+    let spans: Vec<Span> = outcomes
+        .iter()
+        .map(|o| Span { from: o.started.as_secs_f64(), to: o.finished.as_secs_f64(), tokens: o.tokens })
+        .collect();
     let useful: u64 = outcomes.iter().filter_map(|o| o.tokens).map(u64::from).sum();
     Report {
         name: name.to_string(),
         lost: lost.len(),
         total: prompts.len(),
         useful_tps: per_simulated_second(useful, makespan),
-        saturated_tps: steady_state_tps(finished),
+        saturated_tps: steady_state_tps(&spans),
+        by_finish_tps: by_finish_tps(&spans),
+        spread: String::new(),
         lost_lengths: lost,
     }
 }
@@ -244,10 +281,12 @@ async fn engine_report(
     let makespan = start.elapsed();
     stop.cancel();
     handle.await.unwrap().unwrap();
+    // A sample's tokens came between the first token of its last try and its end.
     let rows: Vec<(String, Option<i32>, f64, f64)> = sqlx::query_as(
         "SELECT s.state::text, s.completion_tokens,
                 extract(epoch FROM s.finished_at)::float8,
-                extract(epoch FROM (SELECT min(a.started_at) FROM sample_attempts a WHERE a.sample_id = s.id))::float8
+                (SELECT extract(epoch FROM a.started_at)::float8 + coalesce(a.ttft_ms, 0) / 1000.0
+                 FROM sample_attempts a WHERE a.sample_id = s.id ORDER BY a.id DESC LIMIT 1)
          FROM samples s WHERE s.run_id = $1 ORDER BY s.row_id",
     )
     .bind(run)
@@ -255,8 +294,10 @@ async fn engine_report(
     .await
     .unwrap();
     let useful: u64 = rows.iter().filter(|r| r.0 == "ok").map(|r| r.1.unwrap_or(0) as u64).sum();
-    let finished: Vec<(f64, Option<u32>)> =
-        rows.iter().map(|r| (r.2, (r.0 == "ok").then(|| r.1.unwrap_or(0) as u32))).collect();
+    let spans: Vec<Span> = rows
+        .iter()
+        .map(|r| Span { from: r.3.min(r.2), to: r.2, tokens: (r.0 == "ok").then(|| r.1.unwrap_or(0) as u32) })
+        .collect();
     let lost: Vec<u32> =
         rows.iter().enumerate().filter(|(_, r)| r.0 != "ok").map(|(i, _)| lengths[i]).collect();
     let limit: (i32, String) =
@@ -270,19 +311,56 @@ async fn engine_report(
         lost: lost.len(),
         total: prompts.len(),
         useful_tps: per_simulated_second(useful, makespan),
-        saturated_tps: steady_state_tps(finished),
+        saturated_tps: steady_state_tps(&spans),
+        by_finish_tps: by_finish_tps(&spans),
+        spread: String::new(),
         lost_lengths: lost,
     }
 }
 
-/// Useful tokens per simulated second between the 10th and the 90th percentile of finishing
-/// times (`finished` in seconds on any one clock; `None` tokens for lost samples).
-fn steady_state_tps(mut finished: Vec<(f64, Option<u32>)>) -> f64 {
-    finished.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let (lo, hi) = (finished.len() / 10, finished.len() * 9 / 10);
-    let window = finished[hi].0 - finished[lo].0;
-    let tokens: u64 = finished[lo + 1..=hi].iter().filter_map(|f| f.1).map(u64::from).sum();
-    tokens as f64 / (window.max(1e-3) * TIME_SCALE)
+/// When one sample's tokens were generated (seconds on any one clock), and how many were
+/// useful (`None` for a lost sample).
+struct Span {
+    from: f64,
+    to: f64,
+    tokens: Option<u32>,
+}
+
+/// Useful tokens generated per simulated second between the 10th and the 90th percentile of
+/// finishing times, each sample's tokens spread evenly over its span.
+///
+/// Counting whole samples by when they finish instead would be biased against high
+/// concurrency: the samples still running at the window's end carry more unfinished work the
+/// more of them there are (and the long ones stay longest), and none of it would count.
+fn steady_state_tps(spans: &[Span]) -> f64 {
+    let mut ends: Vec<f64> = spans.iter().map(|s| s.to).collect();
+    ends.sort_by(f64::total_cmp);
+    let (lo, hi) = (ends[ends.len() / 10], ends[ends.len() * 9 / 10]);
+    let tokens: f64 = spans
+        .iter()
+        .filter_map(|s| {
+            let tokens = f64::from(s.tokens?);
+            let inside = (s.to.min(hi) - s.from.max(lo)).max(0.0);
+            let length = s.to - s.from;
+            Some(if length > 0.0 {
+                tokens * inside / length
+            } else if (lo..=hi).contains(&s.to) {
+                tokens
+            } else {
+                0.0
+            })
+        })
+        .sum();
+    tokens / ((hi - lo).max(1e-3) * TIME_SCALE)
+}
+
+/// Whole samples' useful tokens counted at their finish, between the same percentiles.
+fn by_finish_tps(spans: &[Span]) -> f64 {
+    let mut ends: Vec<(f64, Option<u32>)> = spans.iter().map(|s| (s.to, s.tokens)).collect();
+    ends.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (lo, hi) = (ends.len() / 10, ends.len() * 9 / 10);
+    let tokens: u64 = ends[lo + 1..=hi].iter().filter_map(|e| e.1).map(u64::from).sum();
+    tokens as f64 / ((ends[hi].0 - ends[lo].0).max(1e-3) * TIME_SCALE)
 }
 
 fn per_simulated_second(tokens: u64, real: Duration) -> f64 {

@@ -21,7 +21,7 @@ impl SimProcess {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("vllm-sim starts: build it first with `cargo build --release -p vllm-sim`");
+            .expect("vllm-sim starts: build it first with `cargo build -p vllm-sim` in the profile of this benchmark");
         let base_url = format!("http://127.0.0.1:{port}");
         let http = reqwest::Client::new();
         for _ in 0..100 {
@@ -45,7 +45,7 @@ impl Drop for SimProcess {
     }
 }
 
-/// `vllm-sim` next to this benchmark's own build output (target/release).
+/// `vllm-sim` next to this benchmark's own build output (target/<profile>).
 fn binary() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let profile_dir = exe.parent().and_then(|deps| deps.parent()).expect("target/<profile>/deps");

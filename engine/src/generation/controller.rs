@@ -7,10 +7,14 @@
 //! wait, and backs off on preemptions with a full KV cache or on timeouts and server errors.
 //! Past the point where the server's own generation rate stops rising, a bigger batch only
 //! makes each request slower (and fills the KV cache): each increase is checked against that
-//! rate two ticks later, and one that did not raise it by 5% is undone and not tried again for
-//! a minute.
+//! rate (the mean of three readings before it against three after it, the first reading after
+//! it left out), and one that did not raise it by 5% is undone and not tried again for a
+//! minute. Averaging matters: one reading's rate moves by a few percent with the scrape's own
+//! timing, as much as the gain being judged.
 //! Without `/metrics` it falls back to the client's own view: time to first token against its
 //! unloaded baseline stands in for the waiting queue.
+
+use std::collections::VecDeque;
 
 /// The server's scheduler, from `/metrics`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -54,17 +58,23 @@ pub struct Controller {
     slow_start: bool,
     /// Lowest time to first token seen (EWMA of quiet periods), the no-queue baseline.
     ttft_baseline: Option<f64>,
-    /// The last increase, to be judged by the server's generation rate two ticks later.
+    /// The server's latest generation rates (tokens/s), newest last, at most `RATE_READINGS`.
+    rates: VecDeque<f64>,
+    /// The last increase, judged by the server's generation rate once it has settled.
     trial: Option<Trial>,
     /// A limit that growing past did not pay, and the ticks until it may be tried again.
     ceiling: Option<(u32, u32)>,
 }
 
-/// An increase from `from` made while the server generated `tps` tokens/s.
-#[derive(Clone, Copy, Debug)]
+/// An increase from `from`, made while the server generated `before` tokens/s.
+#[derive(Clone, Debug)]
 struct Trial {
     from: u32,
-    tps: f64,
+    before: f64,
+    /// Readings since the increase, the first one left out.
+    after: Vec<f64>,
+    /// Whether the first reading since the increase has come (and been left out).
+    settled: bool,
     /// Ticks since the increase.
     ticks: u32,
 }
@@ -74,8 +84,10 @@ const HOLD_TICKS: u32 = 3;
 const WORTH_GROWING: f64 = 1.05;
 /// Ticks before a limit that did not pay is tried again (the workload may have changed).
 const CEILING_TICKS: u32 = 60;
-/// Ticks to wait for readings of the server's generation rate before dropping a trial.
-const TRIAL_TICKS: u32 = 4;
+/// Readings of the server's generation rate averaged on each side of an increase.
+const RATE_READINGS: usize = 3;
+/// Ticks to wait for those readings before dropping a trial (the scrapes have stopped).
+const TRIAL_TICKS: u32 = 3 * RATE_READINGS as u32;
 
 impl Controller {
     pub fn new(initial: u32, min: u32, max: u32) -> Self {
@@ -86,6 +98,7 @@ impl Controller {
             hold: 0,
             slow_start: true,
             ttft_baseline: None,
+            rates: VecDeque::with_capacity(RATE_READINGS),
             trial: None,
             ceiling: None,
         }
@@ -101,6 +114,7 @@ impl Controller {
         let limit = limit.clamp(self.min, self.max);
         if limit != self.limit {
             self.trial = None;
+            self.rates.clear();
         }
         self.limit = limit;
     }
@@ -117,6 +131,10 @@ impl Controller {
         if target < self.limit {
             self.hold = HOLD_TICKS;
             self.slow_start = false;
+        }
+        if changed {
+            // Readings taken under the old limit say nothing about the new one.
+            self.rates.clear();
         }
         self.limit = target;
         Decision { limit: target, reason, changed }
@@ -140,6 +158,12 @@ impl Controller {
     }
 
     fn with_server(&mut self, obs: Observation, s: ServerSignals) -> (u32, String) {
+        if let Some(tps) = s.generation_tps {
+            if self.rates.len() == RATE_READINGS {
+                self.rates.pop_front();
+            }
+            self.rates.push_back(tps);
+        }
         let queue_target = (s.running / 16.0).max(2.0);
         if obs.failures > 0 {
             return (
@@ -157,34 +181,8 @@ impl Controller {
                 ),
             );
         }
-        if let Some(trial) = self.trial {
-            // `/metrics` is read on its own clock, so the first reading after an increase still
-            // covers mostly the old limit: judge on the second.
-            match s.generation_tps.filter(|_| trial.ticks > 0) {
-                Some(tps) => {
-                    self.trial = None;
-                    if tps < trial.tps * WORTH_GROWING && trial.from < self.limit {
-                        self.slow_start = false;
-                        self.ceiling = Some((trial.from, CEILING_TICKS));
-                        return (
-                            trial.from,
-                            format!(
-                                "{} did not raise the server's generation rate over {} ({:.0} → {:.0} tokens/s)",
-                                self.limit, trial.from, trial.tps, tps
-                            ),
-                        );
-                    }
-                }
-                // Judge the increase before making another, unless the readings have stopped.
-                None if trial.ticks < TRIAL_TICKS => {
-                    self.trial = Some(Trial { ticks: trial.ticks + 1, ..trial });
-                    return (
-                        self.limit,
-                        "judging the last increase by the server's generation rate".to_string(),
-                    );
-                }
-                None => self.trial = None,
-            }
+        if let Some(verdict) = self.judge_trial(s.generation_tps) {
+            return verdict;
         }
         if s.waiting > queue_target * 2.0 {
             self.slow_start = false;
@@ -198,6 +196,10 @@ impl Controller {
         }
         if self.hold == 0 && self.saturated(obs.outstanding) && s.waiting <= queue_target && s.kv_usage < 0.95
         {
+            if s.generation_tps.is_some() && self.settled_rate().is_none() {
+                // Too few readings under this limit to judge a bigger one against.
+                return (self.limit, "measuring the server's generation rate before growing".to_string());
+            }
             if let Some((ceiling, ticks)) = self.ceiling {
                 if self.limit >= ceiling {
                     return (
@@ -206,7 +208,13 @@ impl Controller {
                     );
                 }
             }
-            self.trial = s.generation_tps.map(|tps| Trial { from: self.limit, tps, ticks: 0 });
+            self.trial = self.settled_rate().map(|before| Trial {
+                from: self.limit,
+                before,
+                after: Vec::with_capacity(RATE_READINGS),
+                settled: false,
+                ticks: 0,
+            });
             return (
                 self.increase(),
                 format!(
@@ -218,6 +226,48 @@ impl Controller {
             );
         }
         (self.limit, "steady".to_string())
+    }
+
+    /// The mean of the last `RATE_READINGS` readings under the current limit, once there are
+    /// that many.
+    fn settled_rate(&self) -> Option<f64> {
+        (self.rates.len() == RATE_READINGS).then(|| self.rates.iter().sum::<f64>() / RATE_READINGS as f64)
+    }
+
+    /// Follows the last increase; once enough readings have come, keeps it (`None`) or undoes
+    /// it when the server's generation rate did not rise by `WORTH_GROWING`. Holds the limit
+    /// while judging.
+    fn judge_trial(&mut self, reading: Option<f64>) -> Option<(u32, String)> {
+        let mut trial = self.trial.take()?;
+        trial.ticks += 1;
+        match reading {
+            // `/metrics` is read on its own clock, so the first reading after an increase
+            // still covers mostly the old limit.
+            Some(_) if !trial.settled => trial.settled = true,
+            Some(tps) => trial.after.push(tps),
+            None if trial.ticks > TRIAL_TICKS => return None,
+            None => {}
+        }
+        if trial.after.len() < RATE_READINGS {
+            self.trial = Some(trial);
+            return Some((
+                self.limit,
+                "judging the last increase by the server's generation rate".to_string(),
+            ));
+        }
+        let after = trial.after.iter().sum::<f64>() / trial.after.len() as f64;
+        if after >= trial.before * WORTH_GROWING || trial.from >= self.limit {
+            return None;
+        }
+        self.slow_start = false;
+        self.ceiling = Some((trial.from, CEILING_TICKS));
+        Some((
+            trial.from,
+            format!(
+                "{} did not raise the server's generation rate over {} ({:.0} → {:.0} tokens/s)",
+                self.limit, trial.from, trial.before, after
+            ),
+        ))
     }
 
     fn without_server(&mut self, obs: Observation) -> (u32, String) {
@@ -287,15 +337,21 @@ mod tests {
     /// A server whose generation rate stops rising at `knee` running sequences (each runs at
     /// 60 tokens/s alone; together they share 60 × knee).
     fn run_against_knee(knee: u32, max_seqs: u32, ticks: usize) -> Vec<Decision> {
+        run_against_jittery_knee(knee, max_seqs, ticks, &[1.0])
+    }
+
+    /// The same, with each reading of the rate off by the next factor of `jitter` (cycled), as
+    /// the timing of real scrapes makes it.
+    fn run_against_jittery_knee(knee: u32, max_seqs: u32, ticks: usize, jitter: &[f64]) -> Vec<Decision> {
         let mut c = Controller::new(4, 1, 1024);
         (0..ticks)
-            .map(|_| {
+            .map(|tick| {
                 let outstanding = c.limit();
                 let running = outstanding.min(max_seqs);
                 let mut signals =
                     server(running as f64, outstanding.saturating_sub(max_seqs) as f64, 0.3, 0.0);
                 if let Some(s) = signals.as_mut() {
-                    s.generation_tps = Some(60.0 * running.min(knee) as f64);
+                    s.generation_tps = Some(60.0 * running.min(knee) as f64 * jitter[tick % jitter.len()]);
                 }
                 c.observe(Observation { outstanding, server: signals, ..Default::default() })
             })
@@ -306,7 +362,8 @@ mod tests {
     fn growth_stops_where_the_servers_generation_rate_stops_rising() {
         let decisions = run_against_knee(25, 200, 40);
         let last = decisions.last().unwrap();
-        // 4, 8, 16, 32 raise the rate; 64 does not and is undone (each judged two ticks on).
+        // 4, 8, 16, 32 raise the rate; 64 does not and is undone (each judged by three
+        // readings after the first).
         assert_eq!(last.limit, 32, "{decisions:#?}");
         let undo = decisions
             .iter()
@@ -318,11 +375,30 @@ mod tests {
             undo.reason
         );
         assert!(last.reason.contains("next try in"), "{}", last.reason);
-        // A minute later it tries again, and is undone again.
-        let decisions = run_against_knee(25, 200, 80);
+        // A minute later it tries again (a smaller step now), and is undone again.
+        let decisions = run_against_knee(25, 200, 90);
         assert_eq!(decisions.last().unwrap().limit, 32);
-        let undone = decisions.iter().filter(|d| d.changed && d.reason.contains("did not raise"));
-        assert_eq!(undone.count(), 2);
+        let undone: Vec<_> =
+            decisions.iter().filter(|d| d.changed && d.reason.contains("did not raise")).collect();
+        assert_eq!(undone.len(), 2, "{undone:#?}");
+        assert!(undone[1].reason.starts_with("36 did not raise"), "{}", undone[1].reason);
+    }
+
+    #[test]
+    fn a_jittery_rate_reading_does_not_keep_an_increase_past_the_knee() {
+        // Readings off by up to 6% either way: one reading against another can show a 13% gain
+        // where there is none.
+        let jitter = [0.94, 1.0, 1.06, 1.03, 0.97];
+        for offset in 0..jitter.len() {
+            let jitter: Vec<f64> = jitter.iter().cycle().skip(offset).take(jitter.len()).copied().collect();
+            let decisions = run_against_jittery_knee(25, 200, 300, &jitter);
+            let kept_above_knee = decisions
+                .windows(2)
+                .filter(|pair| pair[0].limit > 32 && pair[1].reason.starts_with("server has room"))
+                .count();
+            assert_eq!(kept_above_knee, 0, "jitter {jitter:?}: {decisions:#?}");
+            assert_eq!(decisions.last().unwrap().limit, 32, "jitter {jitter:?}");
+        }
     }
 
     #[test]
