@@ -1,18 +1,15 @@
 //! The script the issue describes as failing: a fixed number of non-streaming requests in
 //! flight, each with a total timeout, no retry.
 
-use std::{
-    sync::Arc,
-    time::{Duration, Instant},
-};
+use std::{sync::Arc, time::Duration};
 use tokio::sync::Semaphore;
 
 pub struct Outcome {
     pub prompt: usize,
     /// Completion tokens, when the request came back.
     pub tokens: Option<u32>,
-    pub started: Duration,
-    pub finished: Duration,
+    /// Wall-clock seconds since the epoch.
+    pub finished: f64,
 }
 
 pub async fn run(
@@ -25,7 +22,6 @@ pub async fn run(
 ) -> Vec<Outcome> {
     let http = reqwest::Client::builder().pool_max_idle_per_host(1024).build().unwrap();
     let slots = Arc::new(Semaphore::new(concurrency));
-    let start = Instant::now();
     let mut tasks = Vec::new();
     for (i, prompt) in prompts.iter().enumerate() {
         let permit = slots.clone().acquire_owned().await.unwrap();
@@ -36,7 +32,6 @@ pub async fn run(
         });
         let (http, url) = (http.clone(), format!("{base_url}/v1/chat/completions"));
         tasks.push(tokio::spawn(async move {
-            let started = start.elapsed();
             let result = http.post(url).json(&body).timeout(timeout).send().await;
             let tokens = match result {
                 Ok(response) if response.status().is_success() => response
@@ -48,7 +43,7 @@ pub async fn run(
                 _ => None,
             };
             drop(permit);
-            Outcome { prompt: i, tokens, started, finished: start.elapsed() }
+            Outcome { prompt: i, tokens, finished: super::sim_process::epoch_now() }
         }));
     }
     let mut outcomes = Vec::new();

@@ -23,7 +23,7 @@ use engine::{
     testing,
     vllm::http_client,
 };
-use sim_process::SimProcess;
+use sim_process::{Reading, SimProcess};
 use sqlx::{migrate::MigrateDatabase, PgPool, Postgres};
 use std::{
     sync::Arc,
@@ -54,12 +54,11 @@ struct Report {
     total: usize,
     /// Useful (successful) tokens per simulated second over the whole run.
     useful_tps: f64,
-    /// Useful tokens generated between the 10th and the 90th percentile of completions: the
-    /// steady state, without the ramp-up and the tail of long generations.
+    /// Useful tokens per simulated second in the steady state, without the ramp-up and the
+    /// tail of long generations (see `steady_state`).
     saturated_tps: f64,
-    /// Whole samples' tokens counted when they finish, over the same window (the measure of
-    /// earlier figures; see `steady_state_tps`).
-    by_finish_tps: f64,
+    /// Mean running sequences on the simulator in the steady state.
+    running: f64,
     /// Lowest and highest steady-state figure over the rounds.
     spread: String,
     /// Natural lengths of the lost samples.
@@ -143,15 +142,19 @@ async fn main() {
             median
         })
         .collect();
-    let best_fixed = clients
+    // The best fixed limit of the sweep, by each measure.
+    let fixed_reports: Vec<&Report> = clients
         .iter()
         .zip(&reports)
         .filter(|(c, _)| matches!(c, Client::DraftStudio { concurrency: Concurrency::Fixed { .. }, .. }))
-        .map(|(_, r)| r.saturated_tps)
-        .fold(0.0, f64::max);
-    let adaptive_tps = reports.last().expect("adaptive ran").saturated_tps;
+        .map(|(_, r)| r)
+        .collect();
+    let best = |measure: fn(&Report) -> f64| fixed_reports.iter().map(|r| measure(r)).fold(0.0, f64::max);
+    let adaptive = reports.last().expect("adaptive ran");
+    let (steady_ratio, whole_ratio) =
+        (adaptive.saturated_tps / best(|r| r.saturated_tps), adaptive.useful_tps / best(|r| r.useful_tps));
 
-    println!("| client | lost | useful tok/s (whole run) | useful tok/s, steady state (rounds) | % of capacity (steady) | by finish time (biased) | lost by natural length |");
+    println!("| client | lost | useful tok/s (whole run) | useful tok/s, steady state (rounds) | % of capacity (steady) | running (steady) | lost by natural length |");
     println!("| --- | --- | --- | --- | --- | --- | --- |");
     for r in &reports {
         println!(
@@ -164,13 +167,12 @@ async fn main() {
             r.saturated_tps,
             r.spread,
             100.0 * r.saturated_tps / CAPACITY,
-            r.by_finish_tps,
+            r.running,
             length_bands(&r.lost_lengths, &lengths)
         );
     }
     println!(
-        "\nCapacity {CAPACITY} tok/s (simulated). Adaptive against the best fixed concurrency, steady state: {:.2}×.\n",
-        adaptive_tps / best_fixed
+        "\nCapacity {CAPACITY} tok/s (simulated). Adaptive against the best fixed concurrency of the sweep: steady state {steady_ratio:.3}×, whole run {whole_ratio:.3}×.\n"
     );
 
     client_cost(&pool, by, false).await;
@@ -231,25 +233,23 @@ async fn baseline_report(
     concurrency: usize,
     timeout_secs: f64,
 ) -> Report {
+    let recording = sim.record();
     let start = Instant::now();
     let outcomes =
         baseline::run(&sim.base_url, "sim-model", prompts, concurrency, scaled(timeout_secs), MAX_TOKENS)
             .await;
     let makespan = start.elapsed();
+    let readings = recording.finish();
     let lost: Vec<u32> = outcomes.iter().filter(|o| o.tokens.is_none()).map(|o| lengths[o.prompt]).collect();
-    // Non-streaming: the tokens came somewhere between sending the request and the answer.
-    let spans: Vec<Span> = outcomes
-        .iter()
-        .map(|o| Span { from: o.started.as_secs_f64(), to: o.finished.as_secs_f64(), tokens: o.tokens })
-        .collect();
     let useful: u64 = outcomes.iter().filter_map(|o| o.tokens).map(u64::from).sum();
+    let steady = steady_state(outcomes.iter().map(|o| o.finished).collect(), &readings, useful);
     Report {
         name: name.to_string(),
         lost: lost.len(),
         total: prompts.len(),
         useful_tps: per_simulated_second(useful, makespan),
-        saturated_tps: steady_state_tps(&spans),
-        by_finish_tps: by_finish_tps(&spans),
+        saturated_tps: steady.useful_tps,
+        running: steady.running,
         spread: String::new(),
         lost_lengths: lost,
     }
@@ -275,29 +275,24 @@ async fn engine_report(
     // The controller's one-second tick, in the simulator's time.
     let options = WorkerOptions { tick: scaled(1.0), ..Default::default() };
     let worker = Worker::new(pool.clone(), http_client(), Arc::new(EngineMetrics::default()), options);
+    let recording = sim.record();
     let start = Instant::now();
     let handle = tokio::spawn(worker.run(stop.clone()));
     testing::wait_for_status(pool, run, "completed", Duration::from_secs(3600)).await;
     let makespan = start.elapsed();
+    let readings = recording.finish();
     stop.cancel();
     handle.await.unwrap().unwrap();
-    // A sample's tokens came between the first token of its last try and its end.
-    let rows: Vec<(String, Option<i32>, f64, f64)> = sqlx::query_as(
-        "SELECT s.state::text, s.completion_tokens,
-                extract(epoch FROM s.finished_at)::float8,
-                (SELECT extract(epoch FROM a.started_at)::float8 + coalesce(a.ttft_ms, 0) / 1000.0
-                 FROM sample_attempts a WHERE a.sample_id = s.id ORDER BY a.id DESC LIMIT 1)
-         FROM samples s WHERE s.run_id = $1 ORDER BY s.row_id",
+    let rows: Vec<(String, Option<i32>, f64)> = sqlx::query_as(
+        "SELECT state::text, completion_tokens, extract(epoch FROM finished_at)::float8
+         FROM samples WHERE run_id = $1 ORDER BY row_id",
     )
     .bind(run)
     .fetch_all(pool)
     .await
     .unwrap();
     let useful: u64 = rows.iter().filter(|r| r.0 == "ok").map(|r| r.1.unwrap_or(0) as u64).sum();
-    let spans: Vec<Span> = rows
-        .iter()
-        .map(|r| Span { from: r.3.min(r.2), to: r.2, tokens: (r.0 == "ok").then(|| r.1.unwrap_or(0) as u32) })
-        .collect();
+    let steady = steady_state(rows.iter().map(|r| r.2).collect(), &readings, useful);
     let lost: Vec<u32> =
         rows.iter().enumerate().filter(|(_, r)| r.0 != "ok").map(|(i, _)| lengths[i]).collect();
     let limit: (i32, String) =
@@ -311,56 +306,44 @@ async fn engine_report(
         lost: lost.len(),
         total: prompts.len(),
         useful_tps: per_simulated_second(useful, makespan),
-        saturated_tps: steady_state_tps(&spans),
-        by_finish_tps: by_finish_tps(&spans),
+        saturated_tps: steady.useful_tps,
+        running: steady.running,
         spread: String::new(),
         lost_lengths: lost,
     }
 }
 
-/// When one sample's tokens were generated (seconds on any one clock), and how many were
-/// useful (`None` for a lost sample).
-struct Span {
-    from: f64,
-    to: f64,
-    tokens: Option<u32>,
+/// The steady state: between the 10th and the 90th percentile of completion times.
+struct Steady {
+    useful_tps: f64,
+    running: f64,
 }
 
-/// Useful tokens generated per simulated second between the 10th and the 90th percentile of
-/// finishing times, each sample's tokens spread evenly over its span.
+/// Tokens per simulated second the simulator generated in the steady state (its own counter,
+/// read every 25 ms), times the run's useful share of everything it generated (below 1 when
+/// samples were lost or tries thrown away). `finished` and the readings are wall-clock seconds.
 ///
-/// Counting whole samples by when they finish instead would be biased against high
-/// concurrency: the samples still running at the window's end carry more unfinished work the
-/// more of them there are (and the long ones stay longest), and none of it would count.
-fn steady_state_tps(spans: &[Span]) -> f64 {
-    let mut ends: Vec<f64> = spans.iter().map(|s| s.to).collect();
-    ends.sort_by(f64::total_cmp);
-    let (lo, hi) = (ends[ends.len() / 10], ends[ends.len() * 9 / 10]);
-    let tokens: f64 = spans
-        .iter()
-        .filter_map(|s| {
-            let tokens = f64::from(s.tokens?);
-            let inside = (s.to.min(hi) - s.from.max(lo)).max(0.0);
-            let length = s.to - s.from;
-            Some(if length > 0.0 {
-                tokens * inside / length
-            } else if (lo..=hi).contains(&s.to) {
-                tokens
-            } else {
-                0.0
-            })
-        })
-        .sum();
-    tokens / ((hi - lo).max(1e-3) * TIME_SCALE)
-}
-
-/// Whole samples' useful tokens counted at their finish, between the same percentiles.
-fn by_finish_tps(spans: &[Span]) -> f64 {
-    let mut ends: Vec<(f64, Option<u32>)> = spans.iter().map(|s| (s.to, s.tokens)).collect();
-    ends.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let (lo, hi) = (ends.len() / 10, ends.len() * 9 / 10);
-    let tokens: u64 = ends[lo + 1..=hi].iter().filter_map(|e| e.1).map(u64::from).sum();
-    tokens as f64 / ((ends[hi].0 - ends[lo].0).max(1e-3) * TIME_SCALE)
+/// Counting the tokens of the samples that finish inside the window instead is biased against
+/// high concurrency (the samples still running at the window's end carry more unfinished work
+/// the more there are, and none of it counts); spreading each sample's tokens evenly over its
+/// lifetime is biased for it (at high concurrency a long sample gets most of its tokens after
+/// the window, once the batch has thinned out). The server's counter has neither bias.
+fn steady_state(mut finished: Vec<f64>, readings: &[Reading], useful: u64) -> Steady {
+    finished.sort_by(f64::total_cmp);
+    let (lo, hi) = (finished[finished.len() / 10], finished[finished.len() * 9 / 10]);
+    let generated_at = |t: f64| {
+        let after = readings.partition_point(|r| r.at < t).clamp(1, readings.len() - 1);
+        let (a, b) = (readings[after - 1], readings[after]);
+        let f = ((t - a.at) / (b.at - a.at).max(1e-9)).clamp(0.0, 1.0);
+        a.generated + f * (b.generated - a.generated)
+    };
+    let generated = readings.last().map_or(0.0, |r| r.generated);
+    let useful_share = if generated > 0.0 { (useful as f64 / generated).min(1.0) } else { 0.0 };
+    let inside: Vec<&Reading> = readings.iter().filter(|r| (lo..=hi).contains(&r.at)).collect();
+    Steady {
+        useful_tps: (generated_at(hi) - generated_at(lo)) / ((hi - lo).max(1e-3) * TIME_SCALE) * useful_share,
+        running: inside.iter().map(|r| r.running).sum::<f64>() / inside.len().max(1) as f64,
+    }
 }
 
 fn per_simulated_second(tokens: u64, real: Duration) -> f64 {

@@ -7,9 +7,9 @@
 //! wait, and backs off on preemptions with a full KV cache or on timeouts and server errors.
 //! Past the point where the server's own generation rate stops rising, a bigger batch only
 //! makes each request slower (and fills the KV cache): each increase is checked against that
-//! rate (the mean of three readings before it against three after it, the first reading after
-//! it left out), and one that did not raise it by 5% is undone and not tried again for a
-//! minute. Averaging matters: one reading's rate moves by a few percent with the scrape's own
+//! rate (the mean of three readings under the old limit against three under the new one, the
+//! first reading after a change left out), and one that did not raise it by 5% is undone and
+//! not tried again for a minute. Averaging matters: one reading's rate moves by a few percent with the scrape's own
 //! timing, as much as the gain being judged.
 //! Without `/metrics` it falls back to the client's own view: time to first token against its
 //! unloaded baseline stands in for the waiting queue.
@@ -58,25 +58,66 @@ pub struct Controller {
     slow_start: bool,
     /// Lowest time to first token seen (EWMA of quiet periods), the no-queue baseline.
     ttft_baseline: Option<f64>,
-    /// The server's latest generation rates (tokens/s), newest last, at most `RATE_READINGS`.
-    rates: VecDeque<f64>,
+    /// The server's generation rate under the current limit.
+    rates: RateReadings,
     /// The last increase, judged by the server's generation rate once it has settled.
     trial: Option<Trial>,
     /// A limit that growing past did not pay, and the ticks until it may be tried again.
     ceiling: Option<(u32, u32)>,
+    /// Ticks observed so far.
+    ticks: u32,
+    /// Consecutive ticks with more than a small queue waiting on the server.
+    queued_ticks: u32,
+    /// Consecutive ticks with `/metrics` but no generation rate (the first scrape, or scrapes
+    /// slower than a tick).
+    ticks_without_rate: u32,
 }
 
 /// An increase from `from`, made while the server generated `before` tokens/s.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 struct Trial {
     from: u32,
     before: f64,
-    /// Readings since the increase, the first one left out.
-    after: Vec<f64>,
-    /// Whether the first reading since the increase has come (and been left out).
-    settled: bool,
     /// Ticks since the increase.
     ticks: u32,
+}
+
+/// The last `RATE_READINGS` readings of the server's generation rate under one limit.
+#[derive(Clone, Debug)]
+struct RateReadings {
+    values: VecDeque<f64>,
+    /// `/metrics` is read on its own clock, so the first reading after a change of limit
+    /// still covers mostly the old one: it is left out.
+    skip_next: bool,
+}
+
+impl RateReadings {
+    /// The first reading of a run covers its start-up: it is left out too.
+    fn new() -> Self {
+        Self { values: VecDeque::with_capacity(RATE_READINGS), skip_next: true }
+    }
+
+    fn push(&mut self, reading: Option<f64>) {
+        let Some(tps) = reading else { return };
+        if std::mem::take(&mut self.skip_next) {
+            return;
+        }
+        if self.values.len() == RATE_READINGS {
+            self.values.pop_front();
+        }
+        self.values.push_back(tps);
+    }
+
+    /// Forgets the readings: the limit changed.
+    fn restart(&mut self) {
+        self.values.clear();
+        self.skip_next = true;
+    }
+
+    /// Their mean, once there are `RATE_READINGS` of them.
+    fn settled(&self) -> Option<f64> {
+        (self.values.len() == RATE_READINGS).then(|| self.values.iter().sum::<f64>() / RATE_READINGS as f64)
+    }
 }
 
 const HOLD_TICKS: u32 = 3;
@@ -84,6 +125,9 @@ const HOLD_TICKS: u32 = 3;
 const WORTH_GROWING: f64 = 1.05;
 /// Ticks before a limit that did not pay is tried again (the workload may have changed).
 const CEILING_TICKS: u32 = 60;
+/// Ticks to wait for a first `/metrics` reading (or a first generation rate) before growing
+/// without it.
+const FIRST_SCRAPE_TICKS: u32 = 3;
 /// Readings of the server's generation rate averaged on each side of an increase.
 const RATE_READINGS: usize = 3;
 /// Ticks to wait for those readings before dropping a trial (the scrapes have stopped).
@@ -98,9 +142,12 @@ impl Controller {
             hold: 0,
             slow_start: true,
             ttft_baseline: None,
-            rates: VecDeque::with_capacity(RATE_READINGS),
+            rates: RateReadings::new(),
             trial: None,
             ceiling: None,
+            ticks: 0,
+            queued_ticks: 0,
+            ticks_without_rate: 0,
         }
     }
 
@@ -114,12 +161,13 @@ impl Controller {
         let limit = limit.clamp(self.min, self.max);
         if limit != self.limit {
             self.trial = None;
-            self.rates.clear();
+            self.rates.restart();
         }
         self.limit = limit;
     }
 
     pub fn observe(&mut self, obs: Observation) -> Decision {
+        self.ticks += 1;
         self.hold = self.hold.saturating_sub(1);
         self.ceiling = self.ceiling.and_then(|(limit, ticks)| (ticks > 1).then(|| (limit, ticks - 1)));
         let (target, reason) = match obs.server {
@@ -134,7 +182,7 @@ impl Controller {
         }
         if changed {
             // Readings taken under the old limit say nothing about the new one.
-            self.rates.clear();
+            self.rates.restart();
         }
         self.limit = target;
         Decision { limit: target, reason, changed }
@@ -158,13 +206,10 @@ impl Controller {
     }
 
     fn with_server(&mut self, obs: Observation, s: ServerSignals) -> (u32, String) {
-        if let Some(tps) = s.generation_tps {
-            if self.rates.len() == RATE_READINGS {
-                self.rates.pop_front();
-            }
-            self.rates.push_back(tps);
-        }
+        self.rates.push(s.generation_tps);
+        self.ticks_without_rate = if s.generation_tps.is_some() { 0 } else { self.ticks_without_rate + 1 };
         let queue_target = (s.running / 16.0).max(2.0);
+        self.queued_ticks = if s.waiting > queue_target * 2.0 { self.queued_ticks + 1 } else { 0 };
         if obs.failures > 0 {
             return (
                 self.decrease(0.8),
@@ -181,10 +226,12 @@ impl Controller {
                 ),
             );
         }
-        if let Some(verdict) = self.judge_trial(s.generation_tps) {
+        if let Some(verdict) = self.judge_trial() {
             return verdict;
         }
-        if s.waiting > queue_target * 2.0 {
+        // New requests wait until the next step admits them, so one reading with a queue can be
+        // a burst of arrivals (every request of a run's start); a full batch keeps its queue.
+        if self.queued_ticks >= 2 {
             self.slow_start = false;
             // The batch is full: keep a small queue so it stays full, no more.
             let target = (s.running + queue_target).round() as u32;
@@ -196,8 +243,10 @@ impl Controller {
         }
         if self.hold == 0 && self.saturated(obs.outstanding) && s.waiting <= queue_target && s.kv_usage < 0.95
         {
-            if s.generation_tps.is_some() && self.settled_rate().is_none() {
-                // Too few readings under this limit to judge a bigger one against.
+            if self.rates.settled().is_none() && self.ticks_without_rate < FIRST_SCRAPE_TICKS {
+                // Too few readings under this limit to judge a bigger one against. (A server
+                // without the counter reads 0 tokens/s throughout, and every increase passes;
+                // with no rate at all for a while, growth goes on unjudged.)
                 return (self.limit, "measuring the server's generation rate before growing".to_string());
             }
             if let Some((ceiling, ticks)) = self.ceiling {
@@ -208,13 +257,7 @@ impl Controller {
                     );
                 }
             }
-            self.trial = self.settled_rate().map(|before| Trial {
-                from: self.limit,
-                before,
-                after: Vec::with_capacity(RATE_READINGS),
-                settled: false,
-                ticks: 0,
-            });
+            self.trial = self.rates.settled().map(|before| Trial { from: self.limit, before, ticks: 0 });
             return (
                 self.increase(),
                 format!(
@@ -228,34 +271,23 @@ impl Controller {
         (self.limit, "steady".to_string())
     }
 
-    /// The mean of the last `RATE_READINGS` readings under the current limit, once there are
-    /// that many.
-    fn settled_rate(&self) -> Option<f64> {
-        (self.rates.len() == RATE_READINGS).then(|| self.rates.iter().sum::<f64>() / RATE_READINGS as f64)
-    }
-
-    /// Follows the last increase; once enough readings have come, keeps it (`None`) or undoes
-    /// it when the server's generation rate did not rise by `WORTH_GROWING`. Holds the limit
+    /// Follows the last increase; once the rate under the new limit has settled, keeps it
+    /// (`None`) or undoes it when it did not raise the rate by `WORTH_GROWING`. Holds the limit
     /// while judging.
-    fn judge_trial(&mut self, reading: Option<f64>) -> Option<(u32, String)> {
+    fn judge_trial(&mut self) -> Option<(u32, String)> {
         let mut trial = self.trial.take()?;
         trial.ticks += 1;
-        match reading {
-            // `/metrics` is read on its own clock, so the first reading after an increase
-            // still covers mostly the old limit.
-            Some(_) if !trial.settled => trial.settled = true,
-            Some(tps) => trial.after.push(tps),
-            None if trial.ticks > TRIAL_TICKS => return None,
-            None => {}
-        }
-        if trial.after.len() < RATE_READINGS {
-            self.trial = Some(trial);
-            return Some((
-                self.limit,
-                "judging the last increase by the server's generation rate".to_string(),
-            ));
-        }
-        let after = trial.after.iter().sum::<f64>() / trial.after.len() as f64;
+        let Some(after) = self.rates.settled() else {
+            // Drop the trial if the readings have stopped coming.
+            if trial.ticks <= TRIAL_TICKS {
+                self.trial = Some(trial);
+                return Some((
+                    self.limit,
+                    "judging the last increase by the server's generation rate".to_string(),
+                ));
+            }
+            return None;
+        };
         if after >= trial.before * WORTH_GROWING || trial.from >= self.limit {
             return None;
         }
@@ -290,6 +322,10 @@ impl Controller {
             }
         }
         if self.hold == 0 && self.saturated(obs.outstanding) {
+            if self.ticks <= FIRST_SCRAPE_TICKS {
+                // The first scrape may simply not have come back yet.
+                return (self.limit, "waiting for the server's first /metrics reading".to_string());
+            }
             return (self.increase(), "requests start promptly; probing for more (no /metrics)".to_string());
         }
         (self.limit, "steady (no /metrics)".to_string())
@@ -402,6 +438,32 @@ mod tests {
     }
 
     #[test]
+    fn the_first_increase_waits_for_settled_readings_of_the_server() {
+        let mut c = Controller::new(16, 1, 1024);
+        let at_16 = || {
+            let mut signals = server(16.0, 0.0, 0.1, 0.0);
+            signals.as_mut().unwrap().generation_tps = Some(960.0);
+            Observation { outstanding: 16, server: signals, ..Default::default() }
+        };
+        // The first scrape has not come back; then one from before the requests arrived.
+        assert_eq!(c.observe(Observation { outstanding: 16, ..Default::default() }).limit, 16);
+        let d = c.observe(Observation {
+            outstanding: 16,
+            server: server(0.0, 0.0, 0.0, 0.0),
+            ..Default::default()
+        });
+        assert_eq!(d.limit, 16, "{d:?}");
+        // The first rate covers the start-up and is left out; three more make a baseline.
+        for _ in 0..3 {
+            let d = c.observe(at_16());
+            assert_eq!(d.limit, 16, "{d:?}");
+            assert!(d.reason.contains("measuring"), "{}", d.reason);
+        }
+        let d = c.observe(at_16());
+        assert_eq!(d.limit, 32, "{d:?}");
+    }
+
+    #[test]
     fn a_rate_that_keeps_rising_grows_to_a_full_batch() {
         let decisions = run_against_knee(10_000, 200, 120);
         let limit = decisions.last().unwrap().limit;
@@ -411,13 +473,32 @@ mod tests {
     #[test]
     fn a_growing_queue_trims_the_limit_and_says_why() {
         let mut c = Controller::new(300, 1, 1024);
-        let d = c.observe(Observation {
-            outstanding: 300,
-            server: server(200.0, 100.0, 0.8, 0.0),
-            ..Default::default()
-        });
+        let full =
+            Observation { outstanding: 300, server: server(200.0, 100.0, 0.8, 0.0), ..Default::default() };
+        // One reading could be a burst of arrivals; the second confirms the queue.
+        assert_eq!(c.observe(full).limit, 300);
+        let d = c.observe(full);
         assert!(d.changed && d.limit < 300 && d.limit >= 200, "{d:?}");
         assert!(d.reason.contains("200 running, 100 waiting"), "{}", d.reason);
+    }
+
+    #[test]
+    fn a_burst_of_arrivals_is_not_a_full_batch() {
+        // A run's start: all of its first requests wait for one step, then run.
+        let mut c = Controller::new(16, 1, 1024);
+        c.observe(Observation { outstanding: 16, ..Default::default() });
+        let d = c.observe(Observation {
+            outstanding: 16,
+            server: server(0.0, 16.0, 0.0, 0.0),
+            ..Default::default()
+        });
+        assert_eq!(d.limit, 16, "{d:?}");
+        let d = c.observe(Observation {
+            outstanding: 16,
+            server: server(16.0, 0.0, 0.1, 0.0),
+            ..Default::default()
+        });
+        assert_eq!(d.limit, 16, "{d:?}");
     }
 
     #[test]
@@ -462,6 +543,10 @@ mod tests {
     #[test]
     fn without_metrics_a_rising_time_to_first_token_backs_off() {
         let mut c = Controller::new(32, 1, 1024);
+        for _ in 0..FIRST_SCRAPE_TICKS {
+            let d = c.observe(Observation { outstanding: 32, ttft_p50: Some(0.2), ..Default::default() });
+            assert_eq!(d.limit, 32, "no growth before /metrics has had a chance to answer: {d:?}");
+        }
         c.observe(Observation { outstanding: 32, ttft_p50: Some(0.2), ..Default::default() });
         let grown = c.limit();
         assert!(grown > 32);
