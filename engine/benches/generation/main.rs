@@ -9,9 +9,9 @@
 //! Part 2 measures the engine's own cost per streamed token against a simulator with no delay.
 //! The simulator runs as its own process so its CPU is not counted as the client's.
 //!
-//! Knobs: `BENCH_SAMPLES` (2000), `BENCH_ROUNDS` (1; each set-up runs that many times,
+//! Knobs: `BENCH_SAMPLES` (2000), `BENCH_ROUNDS` (3; each set-up runs that many times,
 //! round-robin, and the table shows its median round with the spread), `BENCH_FIXED` (the
-//! sweep, "16,32,64,128,200,300").
+//! sweep, "16,24,32,48,64,128,200,300"). With the defaults it takes about 12 minutes.
 
 mod baseline;
 mod sim_process;
@@ -83,12 +83,12 @@ enum Client {
 async fn main() {
     let samples: usize = env_or("BENCH_SAMPLES", 2000);
     // Each set-up runs this many times, round-robin; the table shows each one's median round.
-    let rounds: usize = env_or("BENCH_ROUNDS", 1);
+    let rounds: usize = env_or("BENCH_ROUNDS", 3);
     let fixed: Vec<u32> = std::env::var("BENCH_FIXED")
         .map(|v| {
             v.split(',').map(|n| n.trim().parse().expect("BENCH_FIXED: numbers, comma-separated")).collect()
         })
-        .unwrap_or_else(|_| vec![16, 32, 64, 128, 200, 300]);
+        .unwrap_or_else(|_| vec![16, 24, 32, 48, 64, 128, 200, 300]);
     let pool = scratch_database().await;
     let by = testing::user(&pool).await;
     let prompts: Vec<String> = (0..samples).map(prompt).collect();

@@ -4,13 +4,14 @@
 //! and the server never sheds load (its queue is unbounded), so RTT- or 429-driven limiters do
 //! not transfer. The controller instead reads the server's scheduler: it grows the limit while
 //! the batch has room (nothing waiting), trims it to "running + a small queue" once requests
-//! wait, and backs off on preemptions with a full KV cache or on timeouts and server errors.
+//! wait on two readings in a row (one reading can be a burst of arrivals not yet admitted),
+//! and backs off on preemptions with a full KV cache or on timeouts and server errors.
 //! Past the point where the server's own generation rate stops rising, a bigger batch only
 //! makes each request slower (and fills the KV cache): each increase is checked against that
-//! rate (the mean of three readings under the old limit against three under the new one, the
-//! first reading after a change left out), and one that did not raise it by 5% is undone and
-//! not tried again for a minute. Averaging matters: one reading's rate moves by a few percent with the scrape's own
-//! timing, as much as the gain being judged.
+//! rate, the mean of three readings under the old limit against three under the new one (the
+//! first reading after a change left out, as it still covers the old limit), and one that did
+//! not raise it by 5% is undone and not tried again for a minute. Averaging matters: a single
+//! reading moves by a few percent with the scrape's own timing, as much as the gain judged.
 //! Without `/metrics` it falls back to the client's own view: time to first token against its
 //! unloaded baseline stands in for the waiting queue.
 
