@@ -4,6 +4,7 @@
 use domain::generation::{Concurrency, SampleState, Thinking};
 use engine::generation::runs::{self, Control, RetryPass};
 use engine::testing::*;
+use engine::vllm::http_client;
 use std::time::Duration;
 use vllm_sim::FaultSettings;
 
@@ -358,6 +359,7 @@ async fn a_retry_pass_requeues_failures_with_new_settings_and_keeps_history(pool
     sim.set_faults(FaultSettings::default()).unwrap();
     let requeued = runs::retry(
         &pool,
+        &http_client(),
         run,
         RetryPass {
             idle_timeout_secs: Some(300),
@@ -385,8 +387,44 @@ async fn a_retry_pass_requeues_failures_with_new_settings_and_keeps_history(pool
         .await
         .unwrap();
     assert_eq!(settings["idle_timeout_secs"], 300);
-    let err = runs::retry(&pool, run, RetryPass::default()).await.unwrap_err().to_string();
+    let err = runs::retry(&pool, &http_client(), run, RetryPass::default()).await.unwrap_err().to_string();
     assert!(err.contains("no sample matches"), "{err}");
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_retry_pass_refuses_max_tokens_the_server_cannot_hold(pool: sqlx::PgPool) {
+    let mut config = fast_sim();
+    config.max_model_len = 2048;
+    config.faults = FaultSettings { http_500: 1.0, ..Default::default() };
+    let sim = sim(config).await;
+    let by = user(&pool).await;
+    let endpoint = endpoint(&pool, &sim, by).await;
+    let dataset = dataset(&pool, 3).await;
+    let mut s = settings(vec![endpoint]);
+    s.max_tokens = 512;
+    s.max_attempts = 1;
+    let run = create_run(&pool, dataset, s, by).await;
+    let (stop, worker) = start_worker(&pool);
+    wait_for_status(&pool, run, "completed", Duration::from_secs(30)).await;
+    stop.cancel();
+    worker.await.unwrap().unwrap();
+
+    let pass = |max_tokens| RetryPass { max_tokens: Some(max_tokens), ..Default::default() };
+    let err = runs::retry(&pool, &http_client(), run, pass(4096)).await.unwrap_err().to_string();
+    assert!(err.contains("max_tokens 4096 leaves no room for the prompt") && err.contains("2048"), "{err}");
+    // Nothing changed: the samples are still failed and the run keeps its settings.
+    assert_eq!(
+        count(&pool, "SELECT count(*) FROM samples WHERE run_id = $1 AND state = 'failed'", run).await,
+        3
+    );
+    let stored: serde_json::Value = sqlx::query_scalar("SELECT settings FROM runs WHERE id = $1")
+        .bind(run)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(stored["max_tokens"], 512);
+    // Within the limit it goes through.
+    assert_eq!(runs::retry(&pool, &http_client(), run, pass(1024)).await.unwrap(), 3);
 }
 
 #[sqlx::test(migrator = "MIGRATOR")]

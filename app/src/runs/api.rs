@@ -137,7 +137,8 @@ pub async fn retry_run(id: i64, form: RetryForm) -> Result<u64, AppError> {
         max_attempts: number(&form.max_attempts, "attempts")?,
         max_tokens: number(&form.max_tokens, "max_tokens")?,
     };
-    let requeued = engine::generation::runs::retry(&ssr::services()?.pool, id, pass).await?;
+    let services = ssr::services()?;
+    let requeued = engine::generation::runs::retry(&services.pool, &services.http, id, pass).await?;
     tracing::info!(by = %viewer.username, run.id = id, requeued, "retry pass");
     Ok(requeued)
 }

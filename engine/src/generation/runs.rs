@@ -224,12 +224,30 @@ pub struct RetryPass {
 
 /// Puts the selected samples back in the queue with a fresh attempt budget, keeps every earlier
 /// try in their history, applies the changed settings and sets the run running. Returns how
-/// many samples were re-queued.
-pub async fn retry(pool: &PgPool, run_id: i64, pass: RetryPass) -> Result<u64> {
+/// many samples were re-queued. A new `max_tokens` is checked against the endpoints'
+/// `max_model_len`, as at run creation.
+pub async fn retry(pool: &PgPool, http: &reqwest::Client, run_id: i64, pass: RetryPass) -> Result<u64> {
     let states =
         if pass.states.is_empty() { vec![SampleState::Failed, SampleState::TimedOut] } else { pass.states };
     if let Some(state) = states.iter().find(|s| !s.is_terminal()) {
         return Err(Error::invalid(format!("only finished samples can be retried, not {state} ones")));
+    }
+    if let Some(max_tokens) = pass.max_tokens {
+        // Asked before the run is locked: the endpoints may take a while to answer.
+        let stored = sqlx::query_scalar!("SELECT settings FROM runs WHERE id = $1", run_id)
+            .fetch_optional(pool)
+            .await?
+            .ok_or(Error::NotFound("run"))?;
+        let mut settings: RunSettings =
+            serde_json::from_value(stored).map_err(|e| Error::Internal(e.into()))?;
+        settings.max_tokens = max_tokens;
+        let mut problems = Vec::new();
+        for id in &settings.endpoint_ids {
+            problems.extend(check_endpoint(pool, http, *id, &settings).await?);
+        }
+        if !problems.is_empty() {
+            return Err(Error::Invalid(problems.join("; ")));
+        }
     }
     let mut tx = pool.begin().await?;
     let run = sqlx::query!(
