@@ -666,6 +666,38 @@ async fn nul_characters_in_model_output_are_stored_rather_than_refused(pool: sql
     assert_eq!(state, SampleState::Failed);
     assert!(error.contains("could not be stored: the database refused it"), "{error}");
     assert_eq!(lease, None);
-    assert!(queue::renew_leases(&pool, worker, Duration::from_secs(60)).await.unwrap().is_empty());
+    assert!(queue::renew_leases(&pool, worker, Duration::from_secs(60), &[claimed[1].id])
+        .await
+        .unwrap()
+        .is_empty());
     assert!(!queue::fail_unrecorded(&pool, claimed[1].id, worker, "again").await.unwrap());
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn only_samples_being_worked_on_keep_their_leases(pool: sqlx::PgPool) {
+    use engine::generation::queue;
+    let sim = sim(fast_sim()).await;
+    let by = user(&pool).await;
+    let endpoint = endpoint(&pool, &sim, by).await;
+    let run = create_run(&pool, dataset(&pool, 2).await, settings(vec![endpoint]), by).await;
+    // No worker runs: this test plays the worker's part.
+    let worker = uuid::Uuid::new_v4();
+    let claimed = queue::claim(&pool, run, worker, Duration::from_secs(1), 2).await.unwrap();
+    let (working, unrecorded) = (claimed[0].id, claimed[1].id);
+    // The second sample's try ended but could not be recorded: the worker no longer holds it.
+    let renewed = queue::renew_leases(&pool, worker, Duration::from_secs(1), &[working]).await.unwrap();
+    assert_eq!(renewed, vec![working]);
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    queue::renew_leases(&pool, worker, Duration::from_secs(1), &[working]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(queue::reap_expired_leases(&pool).await.unwrap(), 1);
+    let states: Vec<(i64, String)> =
+        sqlx::query_as("SELECT id, state::text FROM samples WHERE run_id = $1 ORDER BY id")
+            .bind(run)
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    let state_of = |id| states.iter().find(|s| s.0 == id).unwrap().1.clone();
+    assert_eq!(state_of(working), "running", "still leased by the worker working on it");
+    assert_eq!(state_of(unrecorded), "pending", "back in the queue for any worker");
 }

@@ -92,6 +92,7 @@ pub(super) async fn drive(run: Arc<RunContext>, endpoint: EndpointTarget, mut ph
                         queue_dry = (claimed.len() as u32) < want;
                         for sample in claimed {
                             in_flight += 1;
+                            let hold = run.held.hold(sample.id);
                             let (run, client, abort, ttfts, report_tx) = (
                                 run.clone(),
                                 client.clone(),
@@ -112,6 +113,7 @@ pub(super) async fn drive(run: Arc<RunContext>, endpoint: EndpointTarget, mut ph
                                     on_first_token: &on_first_token,
                                 };
                                 let report = attempt.run(sample).await;
+                                drop(hold);
                                 let _ = report_tx.send(report);
                             });
                         }

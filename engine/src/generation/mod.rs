@@ -14,6 +14,7 @@ mod classify;
 mod controller;
 pub mod conversation;
 mod driver;
+pub mod held;
 pub mod queue;
 pub mod runs;
 mod worker;
@@ -37,5 +38,7 @@ pub(crate) struct RunContext {
     pub metrics: Arc<EngineMetrics>,
     /// Live worker processes, so a run's limit can be split between them.
     pub live_workers: Arc<AtomicU32>,
+    /// The samples this process is working on, whose leases it renews.
+    pub held: held::HeldSamples,
     pub options: WorkerOptions,
 }

@@ -53,13 +53,15 @@ pub async fn claim(
         .collect())
 }
 
-/// Extends every lease this worker holds; returns the ids it still holds.
-pub async fn renew_leases(pool: &PgPool, worker: Uuid, lease: Duration) -> Result<Vec<i64>> {
+/// Extends the leases of the samples this worker is working on (`held`): a sample whose try
+/// ended unrecorded is left to expire and be reaped. Returns the ids it still holds.
+pub async fn renew_leases(pool: &PgPool, worker: Uuid, lease: Duration, held: &[i64]) -> Result<Vec<i64>> {
     Ok(sqlx::query_scalar!(
         "UPDATE samples SET lease_expires_at = now() + make_interval(secs => $2)
-         WHERE lease_owner = $1 AND state = 'running' RETURNING id",
+         WHERE id = ANY($3) AND lease_owner = $1 AND state = 'running' RETURNING id",
         worker,
-        lease.as_secs_f64()
+        lease.as_secs_f64(),
+        held
     )
     .fetch_all(pool)
     .await?)

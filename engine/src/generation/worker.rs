@@ -3,6 +3,7 @@
 
 use super::{
     driver::{self, Phase},
+    held::HeldSamples,
     queue, RunContext,
 };
 use crate::{endpoints, metrics::EngineMetrics, Result};
@@ -43,6 +44,7 @@ pub struct Worker {
     metrics: Arc<EngineMetrics>,
     options: WorkerOptions,
     live_workers: Arc<AtomicU32>,
+    held: HeldSamples,
 }
 
 /// A run this worker drives: the phase its drivers follow and the settings they were started
@@ -60,7 +62,15 @@ impl Worker {
         metrics: Arc<EngineMetrics>,
         options: WorkerOptions,
     ) -> Self {
-        Self { id: Uuid::new_v4(), pool, http, metrics, options, live_workers: Arc::new(AtomicU32::new(1)) }
+        Self {
+            id: Uuid::new_v4(),
+            pool,
+            http,
+            metrics,
+            options,
+            live_workers: Arc::new(AtomicU32::new(1)),
+            held: HeldSamples::default(),
+        }
     }
 
     /// Runs until `stop` is cancelled, then hands every sample it holds back to the queue.
@@ -113,8 +123,8 @@ impl Worker {
         &self,
         stop: CancellationToken,
     ) -> impl std::future::Future<Output = ()> + Send + 'static {
-        let (pool, id, lease, live) =
-            (self.pool.clone(), self.id, self.options.lease, self.live_workers.clone());
+        let (pool, id, lease, live, held) =
+            (self.pool.clone(), self.id, self.options.lease, self.live_workers.clone(), self.held.clone());
         async move {
             let every = (lease / 3).max(Duration::from_millis(200));
             let mut tick = tokio::time::interval(every);
@@ -127,7 +137,7 @@ impl Worker {
                     sqlx::query!("UPDATE workers SET heartbeat_at = now() WHERE id = $1", id)
                         .execute(&pool)
                         .await?;
-                    queue::renew_leases(&pool, id, lease).await?;
+                    queue::renew_leases(&pool, id, lease, &held.ids()).await?;
                     let reaped = queue::reap_expired_leases(&pool).await?;
                     if reaped > 0 {
                         tracing::info!(reaped, "returned samples of a stopped worker to the queue");
@@ -209,6 +219,7 @@ impl Worker {
             http: self.http.clone(),
             metrics: self.metrics.clone(),
             live_workers: self.live_workers.clone(),
+            held: self.held.clone(),
             options: self.options,
         });
         let (phase, phase_rx) = watch::channel(Phase::Active);
