@@ -8,6 +8,9 @@
 //! Needs PostgreSQL (DATABASE_URL names the server; the benchmark uses its own database
 //! `draft_studio_export_bench`, seeded once per sample count) and `pip install tokenizers`.
 
+#[path = "../common/memory.rs"]
+mod memory;
+
 use domain::export::*;
 use engine::export::conversation::Conversation;
 use engine::export::tokenize::RowTokenizer;
@@ -36,21 +39,6 @@ fn words() -> Vec<String> {
 
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/export/tokenizers_baseline.py")
-}
-
-/// VmHWM (peak resident set) of this process, in MiB.
-fn peak_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
-}
-
-/// Resets the peak so the next phase is measured alone (Linux clear_refs).
-fn reset_peak() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
 async fn seed(pool: &sqlx::PgPool, n: i64) -> i64 {
@@ -162,7 +150,7 @@ async fn tokenizer_dir(pool: &sqlx::PgPool, run: i64, root: &Path) -> PathBuf {
 }
 
 async fn timed_export(pool: &sqlx::PgPool, storage: &Storage, spec: &ExportSpec, label: &str, n: i64) {
-    reset_peak();
+    memory::reset_peak();
     let started = Instant::now();
     let id = job::create(pool, spec, None, None).await.unwrap();
     let status = job::run(pool, storage, id).await.unwrap();
@@ -176,7 +164,7 @@ async fn timed_export(pool: &sqlx::PgPool, storage: &Storage, spec: &ExportSpec,
         manifest.counts.written,
         n as f64 / seconds,
         record.bytes.unwrap_or(0) as f64 / (1 << 20) as f64,
-        peak_mib(),
+        memory::peak_rss_mib(),
         if manifest.counts.input_tokens > 0 {
             format!(
                 ", {} tokens ({:.0} tokens/s end to end)",

@@ -7,6 +7,9 @@
 //!
 //! ROWS defaults to 1,000,000. A scratch database `draft_studio_bench_import` is (re)created.
 
+#[path = "../common/memory.rs"]
+mod memory;
+
 use engine::{
     dataset_files::jsonl_to_parquet,
     datasets::{import, store, DatasetSettings},
@@ -60,16 +63,6 @@ fn write_rows(path: &Path, rows: usize) -> std::io::Result<()> {
     out.flush()
 }
 
-fn peak_rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map(|kb| kb / 1024.0)
-        .unwrap_or(f64::NAN)
-}
-
 /// Child mode: import one file, print `rows seconds peak_rss_mib dataset_id`.
 async fn child(path: &str) {
     let pool = PgPool::connect(&bench_url()).await.expect("bench database");
@@ -97,7 +90,7 @@ async fn child(path: &str) {
     let secs = started_at.elapsed().as_secs_f64();
     let s = store::summary(&pool, started.id).await.unwrap();
     assert_eq!(s.status, domain::dataset::DatasetStatus::Ready, "{:?}", s.error);
-    println!("{} {secs} {} {}", s.rows_imported, peak_rss_mib(), started.id);
+    println!("{} {secs} {} {}", s.rows_imported, memory::peak_rss_mib(), started.id);
 }
 
 struct Measured {
