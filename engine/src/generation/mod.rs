@@ -14,7 +14,7 @@ mod classify;
 mod controller;
 pub mod conversation;
 mod driver;
-pub mod held;
+mod held;
 pub mod queue;
 pub mod runs;
 mod worker;

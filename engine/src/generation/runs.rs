@@ -224,7 +224,7 @@ pub struct RetryPass {
 
 /// Puts the selected samples back in the queue with a fresh attempt budget, keeps every earlier
 /// try in their history, applies the changed settings and sets the run running. Returns how
-/// many samples were re-queued. A new `max_tokens` is checked against the endpoints'
+/// many samples were re-queued. A higher `max_tokens` is checked against the endpoints'
 /// `max_model_len`, as at run creation.
 pub async fn retry(pool: &PgPool, http: &reqwest::Client, run_id: i64, pass: RetryPass) -> Result<u64> {
     let states =
@@ -240,13 +240,16 @@ pub async fn retry(pool: &PgPool, http: &reqwest::Client, run_id: i64, pass: Ret
             .ok_or(Error::NotFound("run"))?;
         let mut settings: RunSettings =
             serde_json::from_value(stored).map_err(|e| Error::Internal(e.into()))?;
-        settings.max_tokens = max_tokens;
-        let mut problems = Vec::new();
-        for id in &settings.endpoint_ids {
-            problems.extend(check_endpoint(pool, http, *id, &settings).await?);
-        }
-        if !problems.is_empty() {
-            return Err(Error::Invalid(problems.join("; ")));
+        // A lower value fits wherever the run's own did.
+        if max_tokens > settings.max_tokens {
+            settings.max_tokens = max_tokens;
+            let mut problems = Vec::new();
+            for id in &settings.endpoint_ids {
+                problems.extend(check_endpoint(pool, http, *id, &settings).await?);
+            }
+            if !problems.is_empty() {
+                return Err(Error::Invalid(problems.join("; ")));
+            }
         }
     }
     let mut tx = pool.begin().await?;
