@@ -154,6 +154,7 @@ pub(super) async fn drive(run: Arc<RunContext>, endpoint: EndpointTarget, mut ph
                     set_health(&run, endpoint.id, true).await;
                 }
                 run.metrics.endpoint_up.get_or_create(&label).set(i64::from(healthy));
+                let rates = ServerRates::between(probe.load.as_ref(), previous_load.as_ref());
                 let signals = probe.load.as_ref().map(|load| ServerSignals {
                     running: load.running,
                     waiting: load.waiting,
@@ -161,7 +162,7 @@ pub(super) async fn drive(run: Arc<RunContext>, endpoint: EndpointTarget, mut ph
                     new_preemptions: previous_load
                         .as_ref()
                         .map_or(0.0, |p| (load.preemptions_total - p.preemptions_total).max(0.0)),
-                    generation_tps: previous_load.as_ref().and_then(|p| load.rate_since(p, |l| l.generation_tokens_total)),
+                    generation_tps: rates.generation,
                 });
                 let observation = Observation {
                     outstanding: in_flight * run.live_workers.load(Ordering::Relaxed).max(1),
@@ -170,7 +171,7 @@ pub(super) async fn drive(run: Arc<RunContext>, endpoint: EndpointTarget, mut ph
                     ttft_p50: median(std::mem::take(&mut *ttfts.lock().expect("ttft list"))),
                 };
                 limit = update_limit(&run, endpoint.id, controller.as_mut(), observation, limit).await;
-                record(&run, endpoint.id, in_flight, limit, &window, probe.load.as_ref(), previous_load.as_ref()).await;
+                record(&run, endpoint.id, in_flight, limit, &window, probe.load.as_ref(), rates).await;
                 if probe.load.is_some() {
                     previous_load = probe.load;
                 }
@@ -292,6 +293,26 @@ async fn set_health(run: &RunContext, endpoint_id: i64, healthy: bool) {
     }
 }
 
+/// The server's prompt and generation tokens/s since the previous scrape, computed once per
+/// tick for both the controller and the time series.
+#[derive(Clone, Copy, Debug, Default)]
+struct ServerRates {
+    prompt: Option<f64>,
+    generation: Option<f64>,
+}
+
+impl ServerRates {
+    fn between(load: Option<&ServerLoad>, previous: Option<&ServerLoad>) -> Self {
+        match (load, previous) {
+            (Some(l), Some(p)) => Self {
+                prompt: l.rate_since(p, |l| l.prompt_tokens_total),
+                generation: l.rate_since(p, |l| l.generation_tokens_total),
+            },
+            _ => Self::default(),
+        }
+    }
+}
+
 /// Adds this second to the run's time series. Several worker processes add to the same row.
 async fn record(
     run: &RunContext,
@@ -300,15 +321,8 @@ async fn record(
     limit: u32,
     window: &Window,
     load: Option<&ServerLoad>,
-    previous: Option<&ServerLoad>,
+    rates: ServerRates,
 ) {
-    let (prompt_tps, generation_tps) = match (load, previous) {
-        (Some(l), Some(p)) => (
-            l.rate_since(p, |l| l.prompt_tokens_total).map(|r| r as f32),
-            l.rate_since(p, |l| l.generation_tokens_total).map(|r| r as f32),
-        ),
-        _ => (None, None),
-    };
     let result = sqlx::query!(
         "INSERT INTO run_metrics (run_id, endpoint_id, at, in_flight, concurrency_limit, completed, errors, client_tokens,
                                   server_prompt_tps, server_generation_tps, server_running, server_waiting,
@@ -333,8 +347,8 @@ async fn record(
         window.completed as i32,
         window.failures as i32,
         window.tokens.min(i32::MAX as u64) as i32,
-        prompt_tps,
-        generation_tps,
+        rates.prompt.map(|r| r as f32),
+        rates.generation.map(|r| r as f32),
         load.map(|l| l.running as i32),
         load.map(|l| l.waiting as i32),
         load.map(|l| l.kv_usage as f32),
