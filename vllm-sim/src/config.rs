@@ -4,6 +4,7 @@
 //! line, so the CLI help, the binary and in-process users can never disagree.
 
 use crate::faults::FaultSettings;
+use crate::profile::Profile;
 use clap::{Args, FromArgMatches, ValueEnum};
 use serde::{Deserialize, Serialize};
 
@@ -68,6 +69,16 @@ pub struct EngineSettings {
     /// Prompt tokens prefilled per second (0 = unlimited).
     #[arg(long, default_value_t = 16_000.0)]
     pub prefill_tokens_per_s: f64,
+
+    /// Fixed cost of one forward pass in simulated milliseconds, whatever the batch (0 = none).
+    /// With `--step-ms-per-seq` it gives a rate that keeps rising with the batch, ever more
+    /// slowly, as on a GPU server: n / (base + n × per-seq) tokens per second.
+    #[arg(long, default_value_t = 0.0)]
+    pub step_base_ms: f64,
+
+    /// Cost of one more decoding sequence in a forward pass, in simulated milliseconds.
+    #[arg(long, default_value_t = 0.0)]
+    pub step_ms_per_seq: f64,
 
     /// Most sequences running at once; the rest wait in a FCFS queue.
     #[arg(long, default_value_t = 256)]
@@ -149,6 +160,8 @@ impl SimConfig {
             ("aggregate_tokens_per_s", engine.aggregate_tokens_per_s),
             ("per_seq_tokens_per_s", engine.per_seq_tokens_per_s),
             ("prefill_tokens_per_s", engine.prefill_tokens_per_s),
+            ("step_base_ms", engine.step_base_ms),
+            ("step_ms_per_seq", engine.step_ms_per_seq),
         ] {
             if !(rate.is_finite() && rate >= 0.0) {
                 return fail(format!("{name} must be 0 (unlimited) or positive, got {rate}"));
@@ -193,6 +206,17 @@ impl Default for SimConfig {
     }
 }
 
+impl SimConfig {
+    /// A named profile's settings with `overrides` (flags as on the command line) on top.
+    pub fn from_profile(profile: Profile, overrides: &[&str]) -> Result<Self, clap::Error> {
+        let command = Self::augment_args(clap::Command::new("vllm-sim")).args_override_self(true);
+        let args = std::iter::once("vllm-sim")
+            .chain(profile.args().iter().copied())
+            .chain(overrides.iter().copied());
+        Self::from_arg_matches(&command.try_get_matches_from(args)?)
+    }
+}
+
 /// The value a clap `Args` type takes on an empty command line.
 pub(crate) fn clap_defaults<T: Args + FromArgMatches>() -> T {
     let matches = T::augment_args(clap::Command::new("defaults"))
@@ -213,6 +237,19 @@ mod tests {
         assert_eq!(config.lengths.completion_cap, 8_192);
         assert_eq!(config.time_scale, 1.0);
         config.validate().unwrap();
+    }
+
+    #[test]
+    fn profiles_are_valid_and_later_flags_override_them() {
+        for profile in Profile::ALL {
+            let config = SimConfig::from_profile(profile, &[]).unwrap();
+            config.validate().unwrap_or_else(|e| panic!("{}: {e}", profile.name()));
+        }
+        let flat = SimConfig::from_profile(Profile::FlatKnee, &["--max-num-seqs", "64"]).unwrap();
+        assert_eq!(flat.engine.max_num_seqs, 64);
+        assert_eq!(flat.engine.aggregate_tokens_per_s, 1_500.0);
+        let seed = SimConfig::from_profile(Profile::SeedDeployment, &[]).unwrap();
+        assert_eq!(seed.engine.step_ms_per_seq, 0.48);
     }
 
     #[test]

@@ -38,6 +38,11 @@ pub struct FaultSettings {
     /// Length of a slow start, in simulated milliseconds.
     #[arg(long = "fault-slow-start-ms", default_value_t = 5_000)]
     pub slow_start_ms: u64,
+
+    /// Answer HTTP 500 to every request whose messages contain this text: samples that fail
+    /// on their own while the server serves the others.
+    #[arg(long = "fault-http-500-if-prompt-contains")]
+    pub http_500_if_prompt_contains: Option<String>,
 }
 
 impl Default for FaultSettings {

@@ -24,6 +24,8 @@ mod faults;
 mod hash;
 mod lengths;
 mod metrics;
+mod outage;
+mod profile;
 mod prompt;
 mod server;
 mod stats;
@@ -34,6 +36,7 @@ mod wire;
 pub use api::ControlRequest;
 pub use config::{EngineSettings, InvalidConfig, LengthSettings, ReasoningField, SimConfig, BLOCK_SIZE};
 pub use faults::FaultSettings;
+pub use profile::Profile;
 pub use stats::{FaultCounts, FinishedCounts, SimStats};
 
 use api::AppState;
@@ -82,6 +85,7 @@ pub async fn spawn_on(addr: SocketAddr, config: SimConfig) -> Result<RunningSim,
         counters: counters.clone(),
         chat_requests: Default::default(),
         outages: outages.clone(),
+        windows: Default::default(),
     });
     let server =
         server::Server { app: api::router(state.clone()), clock, counters, shutdown: shutdown.clone() };
@@ -123,6 +127,28 @@ impl RunningSim {
     /// on the same address.
     pub fn go_down_for(&self, simulated: Duration) {
         self.state.outages.start(simulated);
+    }
+
+    /// Restarts "behind a proxy" for `simulated` time: open connections are cut, and every
+    /// route, `/health` included, answers `status` (502, 503, 504) until the time is up.
+    pub fn unavailable_for(&self, simulated: Duration, status: u16) -> Result<(), InvalidConfig> {
+        let status = axum::http::StatusCode::from_u16(status)
+            .ok()
+            .filter(axum::http::StatusCode::is_server_error)
+            .ok_or_else(|| InvalidConfig::from(format!("an outage answers a 5xx status, not {status}")))?;
+        self.state.unavailable_for(simulated, status);
+        Ok(())
+    }
+
+    /// Cuts every open connection at once (a reset), without closing the port.
+    pub fn cut_connections(&self) {
+        self.state.outages.cut_connections();
+    }
+
+    /// Fails every request for `simulated` time (HTTP 500, and an error chunk on open
+    /// streams) while `/health` keeps answering 200.
+    pub fn failing_for(&self, simulated: Duration) {
+        self.state.failing_for(simulated);
     }
 
     /// Stops serving, cuts open connections and waits for the server's tasks to end.

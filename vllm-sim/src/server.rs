@@ -42,14 +42,27 @@ impl Connection {
     }
 }
 
+/// What the accept loop is asked to do to the server's connections.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Outage {
+    /// Close the port and cut every connection for this simulated time (a dead process).
+    Down(Duration),
+    /// Cut every open connection but keep listening (the engine behind a proxy restarted).
+    CutConnections,
+}
+
 /// Asks the accept loop for outages.
 #[derive(Clone, Debug)]
-pub(crate) struct Outages(mpsc::UnboundedSender<Duration>);
+pub(crate) struct Outages(mpsc::UnboundedSender<Outage>);
 
 impl Outages {
     pub fn start(&self, simulated: Duration) {
         // Closed only when the server has stopped, when there is nothing left to take down.
-        let _ = self.0.send(simulated);
+        let _ = self.0.send(Outage::Down(simulated));
+    }
+
+    pub fn cut_connections(&self) {
+        let _ = self.0.send(Outage::CutConnections);
     }
 }
 
@@ -68,7 +81,7 @@ pub(crate) fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     socket.listen(1024)
 }
 
-pub(crate) fn outage_channel() -> (Outages, mpsc::UnboundedReceiver<Duration>) {
+pub(crate) fn outage_channel() -> (Outages, mpsc::UnboundedReceiver<Outage>) {
     let (sender, receiver) = mpsc::unbounded_channel();
     (Outages(sender), receiver)
 }
@@ -80,17 +93,18 @@ impl Server {
         self,
         mut listener: TcpListener,
         outages: Outages,
-        mut requests: mpsc::UnboundedReceiver<Duration>,
+        mut requests: mpsc::UnboundedReceiver<Outage>,
     ) {
         let addr = listener.local_addr().expect("a bound listener has an address");
         let mut open_connections = CancellationToken::new();
         loop {
             tokio::select! {
                 () = self.shutdown.cancelled() => break,
-                Some(simulated) = requests.recv() => {
-                    drop(listener);
+                Some(outage) = requests.recv() => {
                     open_connections.cancel();
                     open_connections = CancellationToken::new();
+                    let Outage::Down(simulated) = outage else { continue };
+                    drop(listener);
                     SimCounters::bump(&self.counters.outages);
                     tracing::info!(?simulated, "simulated outage: port closed");
                     tokio::select! {

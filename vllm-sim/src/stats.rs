@@ -17,6 +17,11 @@ pub(crate) struct SimCounters {
     pub dropped_connections: AtomicU64,
     pub slow_starts: AtomicU64,
     pub outages: AtomicU64,
+    /// Requests answered by the proxy while the engine was away.
+    pub unavailable_answers: AtomicU64,
+    pub unavailable_chat_answers: AtomicU64,
+    /// Requests and streams failed while the engine was failing everything.
+    pub engine_failures: AtomicU64,
 }
 
 impl SimCounters {
@@ -41,6 +46,12 @@ pub struct SimStats {
     pub faults: FaultCounts,
     /// Times the server went down through the control endpoint.
     pub outages: u64,
+    /// Requests answered with a gateway status while the engine restarted behind its proxy.
+    pub unavailable_answers: u64,
+    /// Of those, chat completion requests.
+    pub unavailable_chat_answers: u64,
+    /// Requests and streams failed while the engine failed everything.
+    pub engine_failures: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,6 +93,9 @@ impl SimStats {
                 slow_start: read(&counters.slow_starts),
             },
             outages: read(&counters.outages),
+            unavailable_answers: read(&counters.unavailable_answers),
+            unavailable_chat_answers: read(&counters.unavailable_chat_answers),
+            engine_failures: read(&counters.engine_failures),
         }
     }
 }

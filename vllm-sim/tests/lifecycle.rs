@@ -211,3 +211,93 @@ async fn an_overcommitted_cache_preempts_and_still_finishes_everything() {
     assert!(after.preemptions > 0, "{after:?}");
     assert_eq!(after.requests_finished.stop, 16);
 }
+
+#[tokio::test]
+async fn a_restart_behind_a_proxy_cuts_streams_and_answers_the_gateway_status_everywhere() {
+    for (status, body_has) in
+        [(503, "no healthy upstream"), (502, "502 Bad Gateway"), (504, "504 Gateway Time-out")]
+    {
+        let sim = start(long_completions()).await;
+        let mut in_flight = chat(&sim, streaming("Keep going.")).await;
+        in_flight.chunk().await.unwrap().unwrap();
+
+        // 50 simulated seconds at 100× are half a second.
+        let control =
+            post(&sim, "/sim/control", json!({"unavailable_for_ms": 50_000, "unavailable_status": status}))
+                .await;
+        assert_eq!(control.status(), 200);
+        let started = Instant::now();
+        let cut = async {
+            loop {
+                match in_flight.chunk().await {
+                    Ok(Some(_)) => continue,
+                    Ok(None) => panic!("the stream must not end cleanly"),
+                    Err(_) => return,
+                }
+            }
+        };
+        tokio::time::timeout(PATIENCE, cut).await.expect("the in-flight stream is cut");
+
+        for path in ["/health", "/v1/models", "/metrics"] {
+            let response = client().get(format!("{}{path}", sim.base_url())).send().await.unwrap();
+            assert_eq!(response.status(), status, "{path}");
+            assert!(response.text().await.unwrap().contains(body_has), "{path}");
+        }
+        assert_eq!(chat(&sim, json!({"messages": user("x")})).await.status(), status);
+        assert_eq!(stats(&sim).await.unavailable_answers, 4, "its controls stay reachable");
+
+        let health = format!("{}/health", sim.base_url());
+        loop {
+            if client().get(&health).send().await.unwrap().status() == 200 {
+                break;
+            }
+            assert!(started.elapsed() < PATIENCE, "the engine never came back");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let back_after = started.elapsed();
+        assert!(back_after >= Duration::from_millis(450), "back after {back_after:?}");
+        assert_eq!(chat(&sim, json!({"messages": user("x")})).await.status(), 200);
+    }
+}
+
+#[tokio::test]
+async fn a_failing_engine_errors_every_request_while_health_stays_up() {
+    let sim = start(long_completions()).await;
+    let mut in_flight = chat(&sim, streaming("Keep going.")).await;
+    in_flight.chunk().await.unwrap().unwrap();
+    let control = post(&sim, "/sim/control", json!({"failing_for_ms": 50_000})).await;
+    assert_eq!(control.status(), 200);
+    let started = Instant::now();
+
+    let mut rest = Vec::new();
+    while let Some(chunk) = in_flight.chunk().await.unwrap() {
+        rest.extend_from_slice(&chunk);
+    }
+    let rest = String::from_utf8(rest).unwrap();
+    assert!(rest.contains("EngineCore encountered an issue"), "{rest}");
+    assert!(rest.ends_with("data: [DONE]\n\n"));
+
+    let refused = chat(&sim, json!({"messages": user("x")})).await;
+    assert_eq!(refused.status(), 500);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["type"], "InternalServerError");
+    let health = client().get(format!("{}/health", sim.base_url())).send().await.unwrap();
+    assert_eq!(health.status(), 200, "the process still says it is healthy");
+    assert_eq!(stats(&sim).await.engine_failures, 2);
+
+    let remaining = Duration::from_millis(520).saturating_sub(started.elapsed());
+    tokio::time::sleep(remaining).await;
+    let mut config_ok = chat(&sim, streaming("Now it works.")).await;
+    assert_eq!(config_ok.status(), 200);
+    config_ok.chunk().await.unwrap().expect("streams again");
+}
+
+#[tokio::test]
+async fn an_outage_status_must_be_a_server_error() {
+    let sim = start(fast_config()).await;
+    let control =
+        post(&sim, "/sim/control", json!({"unavailable_for_ms": 1_000, "unavailable_status": 404})).await;
+    assert_eq!(control.status(), 400);
+    let body: Value = control.json().await.unwrap();
+    assert!(body["error"]["message"].as_str().unwrap().contains("5xx"), "{body}");
+}

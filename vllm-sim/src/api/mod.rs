@@ -15,10 +15,13 @@ use crate::config::SimConfig;
 use crate::engine::EngineHandle;
 use crate::faults::FaultSettings;
 use crate::metrics::Metrics;
+use crate::outage::{proxy_response, OutageWindows};
 use crate::server::Outages;
 use crate::stats::{SimCounters, SimStats};
+use axum::extract::{Request, State};
 use axum::http::StatusCode;
-use axum::response::IntoResponse;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::json;
@@ -37,6 +40,8 @@ pub(crate) struct AppState {
     /// Chat requests seen, numbering each request's fault draw.
     pub chat_requests: AtomicU64,
     pub outages: Outages,
+    /// Proxy-fronted restarts and failing engines in force.
+    pub windows: OutageWindows,
 }
 
 impl AppState {
@@ -51,20 +56,51 @@ impl AppState {
     pub fn set_faults(&self, faults: FaultSettings) {
         *self.faults.write().expect("never poisoned") = faults;
     }
+
+    /// Cuts every open connection, then answers `status` on every route for `simulated` time.
+    pub fn unavailable_for(&self, simulated: std::time::Duration, status: StatusCode) {
+        let until = std::time::Instant::now() + self.clock.real(simulated);
+        self.windows.start_unavailable(until, status);
+        self.outages.cut_connections();
+    }
+
+    /// Fails every request, new and streaming, for `simulated` time.
+    pub fn failing_for(&self, simulated: std::time::Duration) {
+        self.windows.start_failing(std::time::Instant::now() + self.clock.real(simulated));
+    }
 }
 
 pub(crate) fn router(state: Arc<AppState>) -> Router {
-    let mut router = Router::new()
+    let mut served = Router::new()
         .route("/v1/chat/completions", post(chat::create))
         .route("/v1/models", get(models::list))
         .route("/tokenize", post(tokenize::tokenize))
-        .route("/health", get(health::health))
-        .route("/sim/control", post(sim::control))
-        .route("/sim/stats", get(sim::stats));
+        .route("/health", get(health::health));
     if !state.config.no_metrics {
-        router = router.route("/metrics", get(metrics::render));
+        served = served.route("/metrics", get(metrics::render));
     }
-    router.fallback(not_found).with_state(state)
+    // The simulator's own controls stay reachable during an outage, so a test can watch it.
+    let controls =
+        Router::new().route("/sim/control", post(sim::control)).route("/sim/stats", get(sim::stats));
+    served
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(state.clone(), behind_proxy))
+        .merge(controls)
+        .with_state(state)
+}
+
+/// While the engine restarts behind its proxy, the proxy answers every request itself.
+async fn behind_proxy(State(app): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    match app.windows.unavailable() {
+        Some(status) => {
+            crate::stats::SimCounters::bump(&app.counters.unavailable_answers);
+            if request.uri().path() == "/v1/chat/completions" {
+                crate::stats::SimCounters::bump(&app.counters.unavailable_chat_answers);
+            }
+            proxy_response(status)
+        }
+        None => next.run(request).await,
+    }
 }
 
 /// FastAPI's answer for a path it does not serve.

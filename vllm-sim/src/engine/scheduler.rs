@@ -2,8 +2,10 @@
 //!
 //! Each step, every decoding sequence gains one token; leftover step budget goes to prefill
 //! chunks of running sequences, then to admitting waiting ones (FCFS) while slots, budget and
-//! KV blocks allow. A step lasts `max(1/per_seq, decoding/aggregate) + prefilled/prefill`
-//! seconds, so throughput is `min(n·per_seq, aggregate)`. When a decoding sequence needs a
+//! KV blocks allow. A step lasts `max(1/per_seq, decoding/aggregate, base + decoding·per_seq_cost)
+//! + prefilled/prefill` seconds: with the first two, throughput is `min(n·per_seq, aggregate)`,
+//! flat past a knee; with the affine cost it is `n / (base + n·per_seq_cost)`, still rising
+//! (ever more slowly) at any batch, as a GPU server's does until its KV cache is full. When a decoding sequence needs a
 //! block and none is free, the most recently admitted sequence is preempted: its blocks are
 //! freed and it goes back to the front of the queue, to recompute prompt and output on
 //! readmission (V1 never swaps). This module is synchronous and takes time as an argument,
@@ -88,6 +90,8 @@ struct StepCosts {
     per_seq_step: f64,
     per_batch_token: f64,
     per_prefill_token: f64,
+    step_base: f64,
+    per_decoding_seq: f64,
 }
 
 impl StepCosts {
@@ -97,12 +101,16 @@ impl StepCosts {
             per_seq_step: inverse(settings.per_seq_tokens_per_s),
             per_batch_token: inverse(settings.aggregate_tokens_per_s),
             per_prefill_token: inverse(settings.prefill_tokens_per_s),
+            step_base: settings.step_base_ms / 1000.0,
+            per_decoding_seq: settings.step_ms_per_seq / 1000.0,
         }
     }
 
     fn step(&self, decoding: u32, prefilled: u32) -> f64 {
         // A forward pass takes at least one sequence's token time however small the batch.
-        let forward = self.per_seq_step.max(f64::from(decoding) * self.per_batch_token);
+        let n = f64::from(decoding);
+        let affine = self.step_base + n * self.per_decoding_seq;
+        let forward = self.per_seq_step.max(n * self.per_batch_token).max(affine);
         forward + f64::from(prefilled) * self.per_prefill_token
     }
 }
@@ -387,6 +395,36 @@ mod tests {
             assert!(
                 (rate - expected).abs() / expected < 0.01,
                 "{clients} clients: {rate} tok/s, expected {expected}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_affine_step_cost_keeps_throughput_rising_with_the_batch() {
+        // 30 ms per pass plus 0.5 ms per sequence: n / (0.03 + 0.0005 n) tokens/s.
+        let rate = |clients: u32| {
+            let mut bench = Bench::new(|s| {
+                s.aggregate_tokens_per_s = 0.0;
+                s.per_seq_tokens_per_s = 0.0;
+                s.prefill_tokens_per_s = 0.0;
+                s.step_base_ms = 30.0;
+                s.step_ms_per_seq = 0.5;
+                s.max_num_batched_tokens = 4_096;
+                s.max_num_seqs = 512;
+            });
+            for _ in 0..clients {
+                bench.submit(10, 100_000);
+            }
+            bench.run_for(1.0);
+            let before = bench.generated();
+            bench.run_for(20.0);
+            (bench.generated() - before) as f64 / 20.0
+        };
+        for (clients, expected) in [(10, 285.7), (100, 1_250.0), (200, 1_538.5), (400, 1_739.1)] {
+            let measured = rate(clients);
+            assert!(
+                (measured - expected).abs() / expected < 0.01,
+                "{clients} clients: {measured} tok/s, expected {expected}"
             );
         }
     }

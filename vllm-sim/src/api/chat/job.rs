@@ -66,7 +66,11 @@ impl ChatJob {
         };
 
         let request_index = app.chat_requests.fetch_add(1, Ordering::Relaxed);
-        let faults = app.faults().draw(config.seed, request_index, generate);
+        let settings = app.faults();
+        let mut faults = settings.draw(config.seed, request_index, generate);
+        if let Some(marker) = settings.http_500_if_prompt_contains.as_deref() {
+            faults.http_500 |= request.messages.iter().any(|m| m.text_segments().any(|t| t.contains(marker)));
+        }
         let id = match &request.request_id {
             Some(request_id) => format!("chatcmpl-{request_id}"),
             None => format!("chatcmpl-{:032x}", rand::random::<u128>()),

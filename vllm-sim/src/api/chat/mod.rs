@@ -18,12 +18,19 @@ use std::sync::Arc;
 /// Message of every injected server error.
 const INJECTED_FAILURE: &str = "Simulated engine failure (injected fault).";
 
+/// What vLLM answers once its engine core has died under a live API process.
+const ENGINE_DEAD: &str = "EngineCore encountered an issue. See stack trace (above) for the root cause.";
+
 pub(super) async fn create(
     State(app): State<Arc<AppState>>,
     Extension(connection): Extension<Connection>,
     body: Bytes,
 ) -> Response {
     let legacy = app.config.legacy_error_shape;
+    if app.windows.failing() {
+        SimCounters::bump(&app.counters.engine_failures);
+        return ApiError::internal(ENGINE_DEAD).render(legacy);
+    }
     let job = match ChatJob::prepare(&app, &body) {
         Ok(job) => job,
         Err(error) => return error.render(legacy),

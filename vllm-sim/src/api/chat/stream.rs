@@ -7,7 +7,7 @@
 //! cost per token is writing its JSON, not a channel send or an allocation.
 
 use super::job::{ChatJob, StreamSettings};
-use super::INJECTED_FAILURE;
+use super::{ENGINE_DEAD, INJECTED_FAILURE};
 use crate::api::error::ApiError;
 use crate::api::AppState;
 use crate::engine::Generation;
@@ -74,6 +74,10 @@ impl ChatStream {
         if self.done {
             return None;
         }
+        if self.opened && self.app.windows.failing() {
+            SimCounters::bump(&self.app.counters.engine_failures);
+            return Some(self.fail(ENGINE_DEAD));
+        }
         while let Some(incident) = self.job.faults.incident.filter(|incident| incident.at_token == self.sent)
         {
             self.job.faults.incident = None;
@@ -110,12 +114,7 @@ impl ChatStream {
             }
             IncidentKind::ErrorChunk => {
                 SimCounters::bump(&counters.stream_errors);
-                self.generation = None;
-                let error = ApiError::internal(INJECTED_FAILURE);
-                write_event(&mut self.frame, &error.body(self.app.config.legacy_error_shape).in_stream());
-                write_done(&mut self.frame);
-                self.done = true;
-                Some(self.frame.split().freeze())
+                Some(self.fail(INJECTED_FAILURE))
             }
             IncidentKind::DropConnection => {
                 SimCounters::bump(&counters.dropped_connections);
@@ -124,6 +123,16 @@ impl ChatStream {
                 std::future::pending().await
             }
         }
+    }
+
+    /// Ends the stream with an error chunk and `[DONE]`, aborting the generation.
+    fn fail(&mut self, message: &str) -> Bytes {
+        self.generation = None;
+        let error = ApiError::internal(message);
+        write_event(&mut self.frame, &error.body(self.app.config.legacy_error_shape).in_stream());
+        write_done(&mut self.frame);
+        self.done = true;
+        self.frame.split().freeze()
     }
 
     /// The token count the next event waits for: a full interval, or less at the end of the

@@ -1,7 +1,7 @@
 //! A non-streamed completion: one JSON body once generation has ended.
 
 use super::job::ChatJob;
-use super::INJECTED_FAILURE;
+use super::{ENGINE_DEAD, INJECTED_FAILURE};
 use crate::api::error::ApiError;
 use crate::api::AppState;
 use crate::faults::{Incident, IncidentKind};
@@ -47,6 +47,10 @@ pub(super) async fn respond(
         }
     }
 
+    if app.windows.failing() {
+        SimCounters::bump(&app.counters.engine_failures);
+        return Err(ApiError::internal(ENGINE_DEAD));
+    }
     let (mut reasoning, mut answer) = (String::new(), String::new());
     job.write_text(0..generated, &mut reasoning, &mut answer);
     let reasoning = (!reasoning.is_empty()).then_some(reasoning.as_str());
