@@ -88,12 +88,21 @@ pub struct RunSettings {
     pub max_attempts: u32,
     /// Ask the server to send a chunk every this many tokens (servers without it ignore it).
     pub stream_interval: u32,
+    /// This run's part of a shared endpoint's adaptive capacity against other runs on it:
+    /// a run of weight 2 gets twice the requests of a run of weight 1.
+    #[serde(default = "default_weight")]
+    pub weight: u32,
+}
+
+fn default_weight() -> u32 {
+    RunSettings::DEFAULT_WEIGHT
 }
 
 impl RunSettings {
     pub const DEFAULT_IDLE_TIMEOUT_SECS: u32 = 120;
     pub const DEFAULT_MAX_ATTEMPTS: u32 = 5;
     pub const DEFAULT_STREAM_INTERVAL: u32 = 16;
+    pub const DEFAULT_WEIGHT: u32 = 1;
 
     pub fn with_defaults(model: impl Into<String>, endpoint_ids: Vec<i64>, max_tokens: u32) -> Self {
         Self {
@@ -111,6 +120,7 @@ impl RunSettings {
             deadline_secs: None,
             max_attempts: Self::DEFAULT_MAX_ATTEMPTS,
             stream_interval: Self::DEFAULT_STREAM_INTERVAL,
+            weight: Self::DEFAULT_WEIGHT,
         }
     }
 
@@ -159,6 +169,9 @@ impl RunSettings {
         }
         if self.stream_interval == 0 {
             problems.push("the stream interval must be at least 1 token".to_string());
+        }
+        if !(1..=1000).contains(&self.weight) {
+            problems.push(format!("the weight must be between 1 and 1000, not {}", self.weight));
         }
         problems
     }

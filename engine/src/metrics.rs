@@ -31,6 +31,10 @@ pub struct EngineMetrics {
     pub requests_in_flight: Family<EndpointLabel, Gauge>,
     pub endpoint_up: Family<EndpointLabel, Gauge>,
     pub run_alerts: Family<AlertLabel, Gauge>,
+    /// Finished tries whose result waited in memory while the database was away.
+    pub results_held: Counter,
+    /// Of those, results given up (held too long, or beyond the memory budget).
+    pub results_given_up: Counter,
 }
 
 impl EngineMetrics {
@@ -59,6 +63,16 @@ impl EngineMetrics {
             "endpoint_up",
             "1 when the endpoint answers, 0 while dispatch to it is paused",
             self.endpoint_up.clone(),
+        );
+        registry.register(
+            "results_held",
+            "Finished tries whose result waited in memory while the database was away",
+            self.results_held.clone(),
+        );
+        registry.register(
+            "results_given_up",
+            "Held results given up (the database was away too long, or memory ran out); their samples are tried again",
+            self.results_given_up.clone(),
         );
         registry.register(
             "run_alert",

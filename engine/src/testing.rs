@@ -155,10 +155,17 @@ pub async fn wait_for_status(pool: &PgPool, run_id: i64, status: &str, within: D
             return;
         }
         let counts = state_counts(pool, run_id).await;
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "run {run_id} is {current}, not {status}, after {within:?}: {counts:?}"
-        );
+        if tokio::time::Instant::now() >= deadline {
+            let tries: Vec<(i64, String, bool, Option<String>, Option<String>)> = sqlx::query_as(
+                "SELECT a.sample_id, a.result, a.counted, a.error_kind, a.error FROM sample_attempts a
+                 JOIN samples s ON s.id = a.sample_id WHERE s.run_id = $1 ORDER BY a.id DESC LIMIT 20",
+            )
+            .bind(run_id)
+            .fetch_all(pool)
+            .await
+            .unwrap_or_default();
+            panic!("run {run_id} is {current}, not {status}, after {within:?}: {counts:?}; latest tries: {tries:#?}");
+        }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

@@ -1,5 +1,5 @@
-//! The generation engine against the vLLM simulator: outcomes, retries, outages, leases,
-//! run control and validation.
+//! The generation engine against the vLLM simulator: outcomes, retries, leases, run control
+//! and validation. Outages are in `outages.rs`.
 
 use domain::generation::{Concurrency, SampleState, Thinking};
 use engine::generation::runs::{self, Control, RetryPass};
@@ -9,6 +9,22 @@ use std::time::Duration;
 use vllm_sim::FaultSettings;
 
 const MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
+
+/// What the simulator's `http_500_if_prompt_contains` fault looks for.
+const POISON: &str = "[poison]";
+
+/// A dataset of `poisoned` questions the server always fails on, then `fine` ones it answers.
+async fn poisoned_dataset(pool: &sqlx::PgPool, poisoned: usize, fine: usize) -> i64 {
+    let questions: Vec<String> = (0..poisoned)
+        .map(|i| format!("Question {i} {POISON}: this one always fails."))
+        .chain((0..fine).map(|i| format!("Question {i}: explain topic number {i}, please.")))
+        .collect();
+    dataset_of(pool, &questions).await
+}
+
+fn poison_faults() -> FaultSettings {
+    FaultSettings { http_500_if_prompt_contains: Some(POISON.to_string()), ..Default::default() }
+}
 
 #[sqlx::test(migrator = "MIGRATOR")]
 async fn a_run_generates_every_sample_and_keeps_reasoning_and_answer(pool: sqlx::PgPool) {
@@ -76,7 +92,7 @@ async fn a_cut_answer_is_truncated_not_retried_and_keeps_what_came_back(pool: sq
 async fn transient_faults_are_retried_and_every_try_is_recorded(pool: sqlx::PgPool) {
     let mut config = fast_sim();
     config.faults =
-        FaultSettings { http_500: 0.25, stream_error: 0.15, drop_connection: 0.15, ..Default::default() };
+        FaultSettings { http_500: 0.2, stream_error: 0.1, drop_connection: 0.1, ..Default::default() };
     let sim = sim(config).await;
     let by = user(&pool).await;
     let endpoint = endpoint(&pool, &sim, by).await;
@@ -172,45 +188,6 @@ async fn an_idle_stream_times_out_and_keeps_its_partial_text(pool: sqlx::PgPool)
     )
     .await;
     assert_eq!(partials, 6);
-}
-
-#[sqlx::test(migrator = "MIGRATOR")]
-async fn an_outage_pauses_dispatch_and_fails_no_sample(pool: sqlx::PgPool) {
-    let mut config = fast_sim();
-    config.time_scale = 10.0;
-    config.engine.per_seq_tokens_per_s = 20.0; // about 0.25 s per request
-    let sim = sim(config).await;
-    let by = user(&pool).await;
-    let endpoint = endpoint(&pool, &sim, by).await;
-    let dataset = dataset(&pool, 60).await;
-    let mut s = settings(vec![endpoint]);
-    s.max_attempts = 2;
-    s.concurrency = Concurrency::Fixed { limit: 8 };
-    let run = create_run(&pool, dataset, s, by).await;
-    let (stop, worker) = start_worker(&pool);
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    sim.go_down_for(Duration::from_secs(30)); // 3 s at 10× time
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    let down: bool = sqlx::query_scalar("SELECT NOT healthy FROM run_endpoints WHERE run_id = $1")
-        .bind(run)
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-    assert!(down, "the endpoint is marked down during the outage");
-    wait_for_status(&pool, run, "completed", Duration::from_secs(90)).await;
-    stop.cancel();
-    worker.await.unwrap().unwrap();
-    assert_exactly_one_result_each(&pool, run).await;
-    let ok = count(&pool, "SELECT count(*) FROM samples WHERE run_id = $1 AND state = 'ok'", run).await;
-    assert_eq!(ok, 60, "{:?}", state_counts(&pool, run).await);
-    let uncounted = count(
-        &pool,
-        "SELECT count(*) FROM sample_attempts a JOIN samples s ON s.id = a.sample_id
-         WHERE s.run_id = $1 AND NOT a.counted AND a.error_kind = 'connect'",
-        run,
-    )
-    .await;
-    assert!(uncounted > 0, "refused connections are recorded but not counted");
 }
 
 #[sqlx::test(migrator = "MIGRATOR")]
@@ -341,11 +318,11 @@ async fn pause_resume_and_cancel_change_what_workers_do(pool: sqlx::PgPool) {
 #[sqlx::test(migrator = "MIGRATOR")]
 async fn a_retry_pass_requeues_failures_with_new_settings_and_keeps_history(pool: sqlx::PgPool) {
     let mut config = fast_sim();
-    config.faults = FaultSettings { http_500: 1.0, ..Default::default() };
+    config.faults = poison_faults();
     let sim = sim(config).await;
     let by = user(&pool).await;
     let endpoint = endpoint(&pool, &sim, by).await;
-    let dataset = dataset(&pool, 6).await;
+    let dataset = poisoned_dataset(&pool, 3, 3).await;
     let mut s = settings(vec![endpoint]);
     s.max_attempts = 1;
     let run = create_run(&pool, dataset, s, by).await;
@@ -353,7 +330,9 @@ async fn a_retry_pass_requeues_failures_with_new_settings_and_keeps_history(pool
     wait_for_status(&pool, run, "completed", Duration::from_secs(30)).await;
     assert_eq!(
         count(&pool, "SELECT count(*) FROM samples WHERE run_id = $1 AND state = 'failed'", run).await,
-        6
+        3,
+        "{:?}",
+        state_counts(&pool, run).await
     );
 
     sim.set_faults(FaultSettings::default()).unwrap();
@@ -369,7 +348,7 @@ async fn a_retry_pass_requeues_failures_with_new_settings_and_keeps_history(pool
     )
     .await
     .unwrap();
-    assert_eq!(requeued, 6);
+    assert_eq!(requeued, 3);
     wait_for_status(&pool, run, "completed", Duration::from_secs(30)).await;
     stop.cancel();
     worker.await.unwrap().unwrap();
@@ -380,7 +359,7 @@ async fn a_retry_pass_requeues_failures_with_new_settings_and_keeps_history(pool
         run,
     )
     .await;
-    assert_eq!(history, 12, "the failed tries stay in the history");
+    assert_eq!(history, 9, "the failed tries stay in the history");
     let settings: serde_json::Value = sqlx::query_scalar("SELECT settings FROM runs WHERE id = $1")
         .bind(run)
         .fetch_one(&pool)
@@ -395,11 +374,12 @@ async fn a_retry_pass_requeues_failures_with_new_settings_and_keeps_history(pool
 async fn a_retry_pass_refuses_max_tokens_the_server_cannot_hold(pool: sqlx::PgPool) {
     let mut config = fast_sim();
     config.max_model_len = 2048;
-    config.faults = FaultSettings { http_500: 1.0, ..Default::default() };
+    // Every sample fails on its own (the server answers its probes): the run still ends.
+    config.faults = poison_faults();
     let sim = sim(config).await;
     let by = user(&pool).await;
     let endpoint = endpoint(&pool, &sim, by).await;
-    let dataset = dataset(&pool, 3).await;
+    let dataset = poisoned_dataset(&pool, 3, 0).await;
     let mut s = settings(vec![endpoint]);
     s.max_tokens = 512;
     s.max_attempts = 1;

@@ -2,13 +2,16 @@
 //! settle the sample in the queue.
 
 use super::{
+    availability::Verdict,
     backoff,
     classify::{self, AfterFailure},
     conversation::{self, Turn},
+    endpoint::Endpoint,
     queue::{self, Claimed, Next, Output, TryRecord},
+    write_back::{self, GaveUp},
     RunContext,
 };
-use crate::vllm::{ChatCall, ChatMessage, ChatRequest, Completion, Failure, StreamOptions, VllmClient};
+use crate::vllm::{ChatCall, ChatMessage, ChatRequest, Completion, Failure, StreamOptions};
 use domain::generation::SampleState;
 use std::time::Duration;
 use time::OffsetDateTime;
@@ -29,21 +32,19 @@ pub enum TryResult {
     /// Counted, back in the queue after a backoff. `timeout_or_server_error` feeds the
     /// concurrency controller.
     Retrying { timeout_or_server_error: bool },
-    /// The endpoint could not be reached; the sample went back uncounted.
-    EndpointDown(String),
+    /// Cut by an outage of the endpoint; the sample went back uncounted.
+    Released,
     /// Stopped because the run was cancelled or the worker is stopping.
     Interrupted,
-    /// Another worker owns the sample now; this result was dropped.
+    /// Another worker owns the sample now (or the result could not be written while the
+    /// database was away); this result was dropped.
     LeaseLost,
 }
 
 pub struct Attempt<'a> {
     pub run: &'a RunContext,
-    pub endpoint_id: i64,
-    pub client: &'a VllmClient,
+    pub endpoint: &'a Endpoint,
     pub cancel: &'a CancellationToken,
-    /// Called with the time to first token of each request as it arrives.
-    pub on_first_token: &'a (dyn Fn(Duration) + Sync),
 }
 
 impl Attempt<'_> {
@@ -51,17 +52,24 @@ impl Attempt<'_> {
         let sample_id = sample.id;
         let (result, completion_tokens) = match self.execute(&sample).await {
             Ok(done) => done,
-            Err(e) => {
-                tracing::error!(sample.id = sample_id, error = %e, "recording a try failed; the sample is marked failed");
-                match queue::fail_unrecorded(&self.run.pool, sample_id, self.run.worker_id, &e.to_string())
+            Err(GaveUp::Abandoned(reason)) => {
+                // The sample stays leased until the lease runs out (this worker no longer renews
+                // it), then returns to the queue: a new try, not a failure.
+                tracing::error!(sample.id = sample_id, %reason, "a finished try could not be written; its sample returns to the queue");
+                (TryResult::LeaseLost, 0)
+            }
+            Err(GaveUp::Refused(e)) => {
+                tracing::error!(sample.id = sample_id, error = %e, "the database refused a try's record; the sample is marked failed");
+                let reason = e.to_string();
+                let failing =
+                    || queue::fail_unrecorded(&self.run.pool, sample_id, self.run.worker_id, &reason);
+                match write_back::persist(&self.run.hold_budget, 1024, "marking a sample failed", failing)
                     .await
                 {
                     Ok(true) => (TryResult::Finished(SampleState::Failed), 0),
                     Ok(false) => (TryResult::LeaseLost, 0),
                     Err(e) => {
-                        // The database is unreachable: the sample stays leased until this worker
-                        // stops, and is then returned to the queue by the reaper.
-                        tracing::error!(sample.id = sample_id, error = %e, "marking the sample failed did not work either");
+                        tracing::error!(sample.id = sample_id, error = ?e, "marking the sample failed did not work either; its lease will run out");
                         (TryResult::LeaseLost, 0)
                     }
                 }
@@ -74,15 +82,13 @@ impl Attempt<'_> {
                 metrics.tried(state.as_str());
             }
             TryResult::Retrying { .. } => metrics.tried("error"),
-            TryResult::EndpointDown(_) | TryResult::Interrupted | TryResult::LeaseLost => {
-                metrics.tried("abandoned")
-            }
+            TryResult::Released | TryResult::Interrupted | TryResult::LeaseLost => metrics.tried("abandoned"),
         }
         metrics.generated_tokens.inc_by(completion_tokens as u64);
         Report { sample_id, result, completion_tokens }
     }
 
-    async fn execute(&self, sample: &Claimed) -> crate::Result<(TryResult, u32)> {
+    async fn execute(&self, sample: &Claimed) -> Result<(TryResult, u32), GaveUp> {
         let settings = &self.run.settings;
         let started_at = OffsetDateTime::now_utc();
         let clock = std::time::Instant::now();
@@ -95,7 +101,7 @@ impl Attempt<'_> {
                     error_kind: Some("bad_conversation"),
                     error: Some(reason),
                     started_at: Some(started_at),
-                    endpoint_id: Some(self.endpoint_id),
+                    endpoint_id: Some(self.endpoint.id),
                     ..Default::default()
                 };
                 let result = TryResult::Finished(SampleState::Failed);
@@ -122,14 +128,15 @@ impl Attempt<'_> {
             let result = tokio::select! {
                 biased;
                 _ = self.cancel.cancelled() => {
-                    let record = TryRecord { error_kind: Some("interrupted"), error: Some("the run was cancelled or the worker stopped".into()), started_at: Some(started_at), endpoint_id: Some(self.endpoint_id), ..Default::default() };
-                    let held = queue::release(&self.run.pool, sample.id, self.run.worker_id, Duration::ZERO, record).await?;
+                    let record = TryRecord { error_kind: Some("interrupted"), error: Some("the run was cancelled or the worker stopped".into()), started_at: Some(started_at), endpoint_id: Some(self.endpoint.id), ..Default::default() };
+                    let held = self.release(sample, Duration::ZERO, record).await?;
                     return Ok((if held { TryResult::Interrupted } else { TryResult::LeaseLost }, usage.completion));
                 }
-                result = self.client.chat_observed(&request, call, |ttft| (self.on_first_token)(ttft)) => result,
+                result = self.endpoint.client.chat_observed(&request, call, |ttft| self.endpoint.first_token(ttft)) => result,
             };
             match result {
                 Ok(completion) => {
+                    self.endpoint.served();
                     first_ttft = first_ttft.or(completion.ttft);
                     usage.add(&completion);
                     match classify::completion_outcome(&completion) {
@@ -173,7 +180,7 @@ impl Attempt<'_> {
         let last = last.expect("a plan has at least one step");
         let record = TryRecord {
             result: outcome.as_str(),
-            endpoint_id: Some(self.endpoint_id),
+            endpoint_id: Some(self.endpoint.id),
             started_at: Some(started_at),
             finish_reason: Some(last.finish_reason.clone()),
             prompt_tokens: usage.prompt.map(to_i32),
@@ -217,11 +224,11 @@ impl Attempt<'_> {
         failure: Failure,
         started_at: OffsetDateTime,
         usage: &UsageSum,
-    ) -> crate::Result<(TryResult, u32)> {
+    ) -> Result<(TryResult, u32), GaveUp> {
         let tries_after = sample.attempts as u32 + 1;
         let record = TryRecord {
             result: if failure.is_timeout() { "timed_out" } else { "error" },
-            endpoint_id: Some(self.endpoint_id),
+            endpoint_id: Some(self.endpoint.id),
             started_at: Some(started_at),
             http_status: failure.http_status().map(i32::from),
             error_kind: Some(failure.kind.as_str()),
@@ -239,21 +246,13 @@ impl Attempt<'_> {
             content: Some(failure.partial.content.clone()).filter(|s| !s.is_empty()),
             messages: None,
         };
+        if self.endpoint.judge(&failure).await == Verdict::Outage {
+            // Not the sample's fault: back to the queue uncounted, taken again once the
+            // endpoint serves (or by another endpoint of the run).
+            let held = self.release(sample, Duration::from_secs(1), record).await?;
+            return Ok((if held { TryResult::Released } else { TryResult::LeaseLost }, usage.completion));
+        }
         match classify::after_failure(&failure, tries_after, self.run.settings.max_attempts) {
-            AfterFailure::EndpointDown => {
-                let held = queue::release(
-                    &self.run.pool,
-                    sample.id,
-                    self.run.worker_id,
-                    Duration::from_secs(1),
-                    record,
-                )
-                .await?;
-                Ok((
-                    if held { TryResult::EndpointDown(failure.message) } else { TryResult::LeaseLost },
-                    usage.completion,
-                ))
-            }
             AfterFailure::Retry => {
                 let next = Next::RetryAfter(backoff::delay(tries_after));
                 let result = TryResult::Retrying { timeout_or_server_error: true };
@@ -266,7 +265,21 @@ impl Attempt<'_> {
         }
     }
 
-    /// Writes the try; `result` is what it means when this worker still held the lease.
+    /// Puts the sample back uncounted, holding the write while the database is away.
+    async fn release(
+        &self,
+        sample: &Claimed,
+        retry_after: Duration,
+        record: TryRecord,
+    ) -> Result<bool, GaveUp> {
+        let bytes = record.bytes();
+        let release =
+            || queue::release(&self.run.pool, sample.id, self.run.worker_id, retry_after, record.clone());
+        write_back::persist(&self.run.hold_budget, bytes, "returning a sample to the queue", release).await
+    }
+
+    /// Writes the try, holding it while the database is away; `result` is what it means when
+    /// this worker still held the lease.
     async fn settle(
         &self,
         sample: &Claimed,
@@ -275,8 +288,12 @@ impl Attempt<'_> {
         record: TryRecord,
         result: TryResult,
         tokens: u32,
-    ) -> crate::Result<(TryResult, u32)> {
-        if queue::settle(&self.run.pool, sample.id, self.run.worker_id, next, output, record).await? {
+    ) -> Result<(TryResult, u32), GaveUp> {
+        let bytes = record.bytes() + output.bytes();
+        let write = || {
+            queue::settle(&self.run.pool, sample.id, self.run.worker_id, next, output.clone(), record.clone())
+        };
+        if write_back::persist(&self.run.hold_budget, bytes, "recording a try", write).await? {
             Ok((result, tokens))
         } else {
             tracing::warn!(

@@ -1,6 +1,6 @@
 //! What a try's result means for its sample: a terminal outcome, another try, or neither.
 
-use crate::vllm::{Completion, Failure, FailureKind};
+use crate::vllm::{Completion, Failure};
 use domain::generation::SampleState;
 
 /// The verdict on a completed stream.
@@ -16,11 +16,10 @@ pub fn completion_outcome(completion: &Completion) -> Result<SampleState, &'stat
     }
 }
 
-/// What to do after a failed try.
+/// What to do after a failed try that counts against its sample (an outage's tries do not:
+/// see `availability`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AfterFailure {
-    /// The endpoint could not be reached: not the sample's fault, so the try is not counted.
-    EndpointDown,
     /// Count the try and retry later.
     Retry,
     /// Count the try and stop with this terminal state.
@@ -29,9 +28,6 @@ pub enum AfterFailure {
 
 /// `tries_after` is the number of counted tries including this one.
 pub fn after_failure(failure: &Failure, tries_after: u32, max_attempts: u32) -> AfterFailure {
-    if failure.kind == FailureKind::Connect {
-        return AfterFailure::EndpointDown;
-    }
     if failure.is_transient() && tries_after < max_attempts {
         return AfterFailure::Retry;
     }
@@ -45,7 +41,7 @@ pub fn after_failure(failure: &Failure, tries_after: u32, max_attempts: u32) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vllm::Partial;
+    use crate::vllm::{FailureKind, Partial};
     use std::time::Duration;
 
     fn completion(finish_reason: &str, content: &str) -> Completion {
@@ -84,9 +80,8 @@ mod tests {
     }
 
     #[test]
-    fn a_bad_request_fails_at_once_and_an_unreachable_server_is_not_counted() {
+    fn a_bad_request_fails_at_once() {
         let too_long = failure(FailureKind::Http { status: 400 });
         assert_eq!(after_failure(&too_long, 1, 5), AfterFailure::Finish(SampleState::Failed));
-        assert_eq!(after_failure(&failure(FailureKind::Connect), 5, 5), AfterFailure::EndpointDown);
     }
 }

@@ -156,6 +156,13 @@ impl Controller {
         self.limit
     }
 
+    /// The bounds follow the runs using the endpoint (the sum of theirs).
+    pub fn set_bounds(&mut self, min: u32, max: u32) {
+        self.min = min.max(1);
+        self.max = max.max(self.min);
+        self.limit = self.limit.clamp(self.min, self.max);
+    }
+
     /// Adopts the limit another process stored while it held the controller lease.
     /// (Called every tick with the stored limit; a trial survives unless the limit changed.)
     pub fn set_limit(&mut self, limit: u32) {

@@ -1,21 +1,13 @@
-//! Keeps one endpoint busy for one run: claims samples up to this process's share of the
-//! endpoint's limit, runs their tries, pauses dispatch while the endpoint is down, and once a
-//! second updates the limit and records what it saw.
+//! Keeps one endpoint busy for one run: claims samples up to this process's part of the run's
+//! share of the endpoint, runs their tries, sends nothing while the endpoint is down, and once
+//! a second records what the run saw.
 
 use super::{
     attempt::{Attempt, Report, TryResult},
-    controller::{Controller, Observation, ServerSignals},
+    endpoint::{Membership, View},
     queue, RunContext,
 };
-use crate::{
-    endpoints::EndpointTarget,
-    vllm::{ServerLoad, VllmClient},
-};
-use domain::generation::Concurrency;
-use std::{
-    sync::{atomic::Ordering, Arc, Mutex},
-    time::Duration,
-};
+use std::{sync::atomic::Ordering, sync::Arc};
 use tokio::sync::{mpsc, watch};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
@@ -30,7 +22,7 @@ pub enum Phase {
     Abort,
 }
 
-/// One second's worth of what the endpoint's tries reported.
+/// One second's worth of what the run's tries on the endpoint reported.
 #[derive(Default)]
 struct Window {
     completed: u32,
@@ -38,53 +30,32 @@ struct Window {
     tokens: u64,
 }
 
-/// The monitor's latest view of the server.
-#[derive(Clone, Debug, Default)]
-struct Probe {
-    load: Option<ServerLoad>,
-    healthy: bool,
-}
-
-pub(super) async fn drive(run: Arc<RunContext>, endpoint: EndpointTarget, mut phase: watch::Receiver<Phase>) {
-    let client = match endpoint.client(run.http.clone()) {
-        Ok(client) => client,
-        Err(e) => {
-            tracing::error!(run.id = run.run_id, endpoint = %endpoint.name, error = %e, "endpoint unusable");
-            return;
-        }
-    };
+pub(super) async fn drive(run: Arc<RunContext>, membership: Membership, mut phase: watch::Receiver<Phase>) {
+    let endpoint = membership.endpoint().clone();
     let label = crate::metrics::EndpointLabel { endpoint: endpoint.name.clone() };
-    let mut limit = read_limit(&run, endpoint.id).await.unwrap_or(1);
-    let mut controller = match run.settings.concurrency {
-        Concurrency::Adaptive { min, max } => Some(Controller::new(limit, min, max)),
-        Concurrency::Fixed { .. } => None,
-    };
+    let mut view_rx = endpoint.subscribe();
+    let mut share = read_share(&run, endpoint.id).await.unwrap_or(1);
     let (report_tx, mut reports) = mpsc::unbounded_channel::<Report>();
-    let ttfts: Arc<Mutex<Vec<f64>>> = Arc::default();
     let abort = CancellationToken::new();
     let tasks = TaskTracker::new();
-    let (probe_tx, probe_rx) = watch::channel(Probe { load: None, healthy: true });
-    let monitor_stop = CancellationToken::new();
-    tokio::spawn(monitor(client.clone(), run.options.tick, probe_tx, monitor_stop.clone()));
-
     let mut tick = tokio::time::interval(run.options.tick);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut in_flight: u32 = 0;
-    let mut healthy = true;
     let mut queue_dry = false;
     let mut window = Window::default();
-    let mut previous_load: Option<ServerLoad> = None;
+    let mut recorded_up = true;
 
     loop {
         let current = *phase.borrow();
         if current == Phase::Abort {
             abort.cancel();
         }
-        if current == Phase::Active && healthy && !queue_dry {
-            let share = share_of(limit, run.live_workers.load(Ordering::Relaxed));
-            let deficit = share.saturating_sub(in_flight);
+        let up = view_rx.borrow().up;
+        if current == Phase::Active && up && !queue_dry {
+            let part = share_of(share, run.live_workers.load(Ordering::Relaxed));
+            let deficit = part.saturating_sub(in_flight);
             // Refill in small batches rather than one query per finished try.
-            if deficit > 0 && (deficit >= (share / 16).max(1) || in_flight == 0) {
+            if deficit > 0 && (deficit >= (part / 16).max(1) || in_flight == 0) {
                 let want = deficit.min(run.options.claim_batch);
                 match queue::claim(&run.pool, run.run_id, run.worker_id, run.options.lease, want.into()).await
                 {
@@ -93,30 +64,16 @@ pub(super) async fn drive(run: Arc<RunContext>, endpoint: EndpointTarget, mut ph
                         for sample in claimed {
                             in_flight += 1;
                             let hold = run.held.hold(sample.id);
-                            let (run, client, abort, ttfts, report_tx) = (
-                                run.clone(),
-                                client.clone(),
-                                abort.clone(),
-                                ttfts.clone(),
-                                report_tx.clone(),
-                            );
-                            let endpoint_id = endpoint.id;
+                            let (run, endpoint, abort, report_tx) =
+                                (run.clone(), endpoint.clone(), abort.clone(), report_tx.clone());
                             tasks.spawn(async move {
-                                let on_first_token = move |ttft: Duration| {
-                                    ttfts.lock().expect("ttft list").push(ttft.as_secs_f64());
-                                };
-                                let attempt = Attempt {
-                                    run: &run,
-                                    endpoint_id,
-                                    client: &client,
-                                    cancel: &abort,
-                                    on_first_token: &on_first_token,
-                                };
+                                let attempt = Attempt { run: &run, endpoint: &endpoint, cancel: &abort };
                                 let report = attempt.run(sample).await;
                                 drop(hold);
                                 let _ = report_tx.send(report);
                             });
                         }
+                        membership.set_in_flight(in_flight);
                     }
                     Err(e) => {
                         tracing::warn!(run.id = run.run_id, error = %e, "claiming samples failed; retrying next second");
@@ -132,88 +89,46 @@ pub(super) async fn drive(run: Arc<RunContext>, endpoint: EndpointTarget, mut ph
         tokio::select! {
             Some(report) = reports.recv() => {
                 in_flight -= 1;
+                membership.set_in_flight(in_flight);
                 window.tokens += u64::from(report.completion_tokens);
                 match report.result {
                     TryResult::Finished(_) => window.completed += 1,
                     TryResult::Retrying { timeout_or_server_error } => window.failures += u32::from(timeout_or_server_error),
-                    TryResult::EndpointDown(message) if healthy => {
-                        healthy = false;
-                        tracing::warn!(run.id = run.run_id, endpoint = %endpoint.name, error = %message, "endpoint unreachable; dispatch paused until /health answers");
-                        set_health(&run, endpoint.id, false).await;
-                        run.metrics.endpoint_up.get_or_create(&label).set(0);
-                    }
-                    _ => {}
+                    TryResult::Released | TryResult::Interrupted | TryResult::LeaseLost => {}
                 }
             }
+            _ = view_rx.changed() => {}
             _ = tick.tick() => {
                 queue_dry = false;
-                let probe = probe_rx.borrow().clone();
-                if !healthy && probe.healthy {
-                    healthy = true;
-                    tracing::info!(run.id = run.run_id, endpoint = %endpoint.name, "endpoint answers again; dispatch resumed");
-                    set_health(&run, endpoint.id, true).await;
+                let view = view_rx.borrow().clone();
+                if let Some(own) = view.shares.get(&run.run_id) {
+                    share = own.limit.max(1);
                 }
-                run.metrics.endpoint_up.get_or_create(&label).set(i64::from(healthy));
-                let rates = ServerRates::between(probe.load.as_ref(), previous_load.as_ref());
-                let signals = probe.load.as_ref().map(|load| ServerSignals {
-                    running: load.running,
-                    waiting: load.waiting,
-                    kv_usage: load.kv_usage,
-                    new_preemptions: previous_load
-                        .as_ref()
-                        .map_or(0.0, |p| (load.preemptions_total - p.preemptions_total).max(0.0)),
-                    generation_tps: rates.generation,
-                });
-                let observation = Observation {
-                    outstanding: in_flight * run.live_workers.load(Ordering::Relaxed).max(1),
-                    server: signals,
-                    failures: window.failures,
-                    ttft_p50: median(std::mem::take(&mut *ttfts.lock().expect("ttft list"))),
-                };
-                limit = update_limit(&run, endpoint.id, controller.as_mut(), observation, limit).await;
-                record(&run, endpoint.id, in_flight, limit, &window, probe.load.as_ref(), rates).await;
-                if probe.load.is_some() {
-                    previous_load = probe.load;
+                run.metrics.endpoint_up.get_or_create(&label).set(i64::from(view.up));
+                if view.up != recorded_up {
+                    recorded_up = view.up;
+                    match &view.down_reason {
+                        Some(reason) if !view.up => tracing::warn!(run.id = run.run_id, endpoint = %endpoint.name, %reason, "endpoint down; this run's dispatch to it is paused"),
+                        _ => tracing::info!(run.id = run.run_id, endpoint = %endpoint.name, "endpoint serves again; this run's dispatch resumed"),
+                    }
                 }
+                record(&run, endpoint.id, in_flight, share, &window, &view).await;
                 window = Window::default();
             }
             _ = phase.changed() => {}
         }
     }
-    monitor_stop.cancel();
     tasks.close();
     tasks.wait().await;
     run.metrics.requests_in_flight.get_or_create(&label).set(0);
 }
 
-/// This process's part of the endpoint's limit when `workers` processes share the run.
+/// This process's part of a share when `workers` processes drive the run.
 fn share_of(limit: u32, workers: u32) -> u32 {
     limit.div_ceil(workers.max(1))
 }
 
-fn median(mut values: Vec<f64>) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    Some(values[values.len() / 2])
-}
-
-/// Scrapes `/metrics` and probes `/health` once per tick, off the dispatch loop.
-async fn monitor(client: VllmClient, every: Duration, probe: watch::Sender<Probe>, stop: CancellationToken) {
-    let mut tick = tokio::time::interval(every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = tick.tick() => {}
-        }
-        let (load, healthy) = tokio::join!(client.load(), client.healthy());
-        let _ = probe.send(Probe { load: load.ok().flatten(), healthy });
-    }
-}
-
-async fn read_limit(run: &RunContext, endpoint_id: i64) -> Option<u32> {
+async fn read_share(run: &RunContext, endpoint_id: i64) -> Option<u32> {
     sqlx::query_scalar!(
         "SELECT concurrency_limit FROM run_endpoints WHERE run_id = $1 AND endpoint_id = $2",
         run.run_id,
@@ -226,93 +141,6 @@ async fn read_limit(run: &RunContext, endpoint_id: i64) -> Option<u32> {
     .map(|l| l.max(1) as u32)
 }
 
-/// Fixed: the setting. Adaptive: the process holding the controller lease decides and stores
-/// the limit with its reason; the others read it.
-async fn update_limit(
-    run: &RunContext,
-    endpoint_id: i64,
-    controller: Option<&mut Controller>,
-    obs: Observation,
-    current: u32,
-) -> u32 {
-    let Some(controller) = controller else {
-        return match run.settings.concurrency {
-            Concurrency::Fixed { limit } => limit,
-            Concurrency::Adaptive { .. } => current,
-        };
-    };
-    let lease = sqlx::query_scalar!(
-        "UPDATE run_endpoints SET controller_owner = $3, controller_until = now() + interval '5 seconds'
-         WHERE run_id = $1 AND endpoint_id = $2
-           AND (controller_owner = $3 OR controller_until IS NULL OR controller_until < now())
-         RETURNING concurrency_limit",
-        run.run_id,
-        endpoint_id,
-        run.worker_id
-    )
-    .fetch_optional(&run.pool)
-    .await;
-    match lease {
-        Ok(Some(stored)) => {
-            controller.set_limit(stored.max(1) as u32);
-            let decision = controller.observe(obs);
-            if decision.changed {
-                tracing::debug!(run.id = run.run_id, endpoint.id = endpoint_id, limit = decision.limit, reason = %decision.reason, "concurrency limit changed");
-                let _ = sqlx::query!(
-                    "UPDATE run_endpoints SET concurrency_limit = $3, limit_reason = $4, limit_changed_at = now()
-                     WHERE run_id = $1 AND endpoint_id = $2",
-                    run.run_id,
-                    endpoint_id,
-                    decision.limit as i32,
-                    decision.reason
-                )
-                .execute(&run.pool)
-                .await;
-            }
-            decision.limit
-        }
-        Ok(None) => read_limit(run, endpoint_id).await.unwrap_or(current),
-        Err(e) => {
-            tracing::warn!(error = %e, "reading the concurrency limit failed; keeping the current one");
-            current
-        }
-    }
-}
-
-async fn set_health(run: &RunContext, endpoint_id: i64, healthy: bool) {
-    let result = sqlx::query!(
-        "UPDATE run_endpoints SET healthy = $3, health_changed_at = now() WHERE run_id = $1 AND endpoint_id = $2 AND healthy <> $3",
-        run.run_id,
-        endpoint_id,
-        healthy
-    )
-    .execute(&run.pool)
-    .await;
-    if let Err(e) = result {
-        tracing::warn!(error = %e, "recording endpoint health failed");
-    }
-}
-
-/// The server's prompt and generation tokens/s since the previous scrape, computed once per
-/// tick for both the controller and the time series.
-#[derive(Clone, Copy, Debug, Default)]
-struct ServerRates {
-    prompt: Option<f64>,
-    generation: Option<f64>,
-}
-
-impl ServerRates {
-    fn between(load: Option<&ServerLoad>, previous: Option<&ServerLoad>) -> Self {
-        match (load, previous) {
-            (Some(l), Some(p)) => Self {
-                prompt: l.rate_since(p, |l| l.prompt_tokens_total),
-                generation: l.rate_since(p, |l| l.generation_tokens_total),
-            },
-            _ => Self::default(),
-        }
-    }
-}
-
 /// Adds this second to the run's time series. Several worker processes add to the same row.
 async fn record(
     run: &RunContext,
@@ -320,9 +148,9 @@ async fn record(
     in_flight: u32,
     limit: u32,
     window: &Window,
-    load: Option<&ServerLoad>,
-    rates: ServerRates,
+    view: &View,
 ) {
+    let load = view.load.as_ref();
     let result = sqlx::query!(
         "INSERT INTO run_metrics (run_id, endpoint_id, at, in_flight, concurrency_limit, completed, errors, client_tokens,
                                   server_prompt_tps, server_generation_tps, server_running, server_waiting,
@@ -347,8 +175,8 @@ async fn record(
         window.completed as i32,
         window.failures as i32,
         window.tokens.min(i32::MAX as u64) as i32,
-        rates.prompt.map(|r| r as f32),
-        rates.generation.map(|r| r as f32),
+        view.rates.prompt.map(|r| r as f32),
+        view.rates.generation.map(|r| r as f32),
         load.map(|l| l.running as i32),
         load.map(|l| l.waiting as i32),
         load.map(|l| l.kv_usage as f32),
@@ -366,16 +194,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_limit_is_split_between_live_workers_rounding_up() {
+    fn a_share_is_split_between_live_workers_rounding_up() {
         assert_eq!(share_of(64, 1), 64);
         assert_eq!(share_of(64, 3), 22);
         assert_eq!(share_of(1, 4), 1);
         assert_eq!(share_of(10, 0), 10);
-    }
-
-    #[test]
-    fn median_of_an_unsorted_window() {
-        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(vec![]), None);
     }
 }

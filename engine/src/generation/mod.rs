@@ -3,21 +3,28 @@
 //!
 //! - `queue`: claiming, lease renewal and expiry, settling tries (PostgreSQL is the queue).
 //! - `worker`: one per process; finds running runs and drives them.
-//! - `driver`: one per run and endpoint; keeps the endpoint busy within its limit.
-//! - `attempt`: one try of one sample, from request to settled state.
+//! - `endpoint`: one per endpoint and process, shared by its runs: the server's load, whether
+//!   it serves (`availability`), its capacity and each run's share of it (`capacity`).
+//! - `driver`: one per run and endpoint; keeps the endpoint busy within the run's share.
+//! - `attempt`: one try of one sample, from request to settled state (`write_back` holds a
+//!   finished try while the database is away).
 //! - `controller`: the adaptive concurrency rule.
 //! - `runs`: creating, pausing, resuming, cancelling and re-queueing runs.
 
 mod attempt;
+mod availability;
 mod backoff;
+mod capacity;
 mod classify;
 mod controller;
 pub mod conversation;
 mod driver;
+mod endpoint;
 mod held;
 pub mod queue;
 pub mod runs;
 mod worker;
+mod write_back;
 
 pub use controller::{Controller, Decision, Observation, ServerSignals};
 pub use worker::{Worker, WorkerOptions};
@@ -34,11 +41,12 @@ pub(crate) struct RunContext {
     pub settings: RunSettings,
     pub worker_id: Uuid,
     pub pool: PgPool,
-    pub http: reqwest::Client,
     pub metrics: Arc<EngineMetrics>,
     /// Live worker processes, so a run's limit can be split between them.
     pub live_workers: Arc<AtomicU32>,
     /// The samples this process is working on, whose leases it renews.
     pub held: held::HeldSamples,
+    /// Memory for results waiting for the database to come back.
+    pub hold_budget: write_back::HoldBudget,
     pub options: WorkerOptions,
 }

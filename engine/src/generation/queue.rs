@@ -154,7 +154,27 @@ impl Output {
     }
 }
 
+fn text_bytes(text: &Option<String>) -> usize {
+    text.as_ref().map_or(0, String::len)
+}
+
+impl Output {
+    /// Roughly what it holds in memory.
+    pub fn bytes(&self) -> usize {
+        text_bytes(&self.reasoning)
+            + text_bytes(&self.content)
+            + self.messages.as_ref().map_or(0, |m| m.to_string().len())
+    }
+}
+
 impl TryRecord {
+    /// Roughly what it holds in memory.
+    pub fn bytes(&self) -> usize {
+        256 + text_bytes(&self.error)
+            + text_bytes(&self.partial_reasoning)
+            + text_bytes(&self.partial_content)
+    }
+
     fn storable(mut self) -> Self {
         self.error = storable(self.error);
         self.finish_reason = storable(self.finish_reason);

@@ -11,10 +11,6 @@ pub struct NewRun {
     pub settings: RunSettings,
 }
 
-/// Where an adaptive limit starts: high enough to fill a small server at once, low enough not
-/// to flood a busy one before the first reading of its load.
-const ADAPTIVE_START: u32 = 16;
-
 /// Validates the settings against the endpoints themselves, then creates the run with one
 /// pending sample per selected row. Refusals say what to change.
 pub async fn create(pool: &PgPool, http: &reqwest::Client, new: NewRun, by: i64) -> Result<i64> {
@@ -62,9 +58,10 @@ pub async fn create(pool: &PgPool, http: &reqwest::Client, new: NewRun, by: i64)
     .await?;
     let (initial, reason) = match new.settings.concurrency {
         Concurrency::Fixed { limit } => (limit, "fixed by the run's settings".to_string()),
-        Concurrency::Adaptive { min, max } => {
-            (ADAPTIVE_START.clamp(min, max), "starting value; adapts to the server's load".to_string())
-        }
+        Concurrency::Adaptive { min, max } => (
+            super::endpoint::ADAPTIVE_START.clamp(min, max),
+            "starting value; adapts to the server's load".to_string(),
+        ),
     };
     for endpoint_id in &new.settings.endpoint_ids {
         sqlx::query!(

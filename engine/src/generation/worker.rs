@@ -3,8 +3,11 @@
 
 use super::{
     driver::{self, Phase},
+    endpoint::{self, Endpoint},
     held::HeldSamples,
-    queue, RunContext,
+    queue,
+    write_back::HoldBudget,
+    RunContext,
 };
 use crate::{endpoints, metrics::EngineMetrics, Result};
 use domain::generation::{RunSettings, RunStatus};
@@ -45,6 +48,13 @@ pub struct Worker {
     options: WorkerOptions,
     live_workers: Arc<AtomicU32>,
     held: HeldSamples,
+    hold_budget: HoldBudget,
+}
+
+/// An endpoint this worker drives runs on, and how to stop watching it.
+struct Watched {
+    endpoint: Arc<Endpoint>,
+    stop: CancellationToken,
 }
 
 /// A run this worker drives: the phase its drivers follow and the settings they were started
@@ -66,10 +76,11 @@ impl Worker {
             id: Uuid::new_v4(),
             pool,
             http,
-            metrics,
             options,
             live_workers: Arc::new(AtomicU32::new(1)),
             held: HeldSamples::default(),
+            hold_budget: HoldBudget::new(metrics.results_held.clone(), metrics.results_given_up.clone()),
+            metrics,
         }
     }
 
@@ -79,6 +90,7 @@ impl Worker {
         tracing::info!(worker.id = %self.id, "generation worker started");
         let housekeeping = tokio::spawn(self.housekeeping(stop.clone()));
         let mut driven: HashMap<i64, Driven> = HashMap::new();
+        let mut endpoints: HashMap<i64, Watched> = HashMap::new();
         let mut tick = tokio::time::interval(self.options.tick);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -86,9 +98,17 @@ impl Worker {
                 _ = stop.cancelled() => break,
                 _ = tick.tick() => {}
             }
-            if let Err(e) = self.follow_runs(&mut driven).await {
+            if let Err(e) = self.follow_runs(&mut driven, &mut endpoints).await {
                 tracing::warn!(error = %e, "reading runs failed; retrying next second");
             }
+            // An endpoint no run uses any more is no longer watched.
+            endpoints.retain(|_, watched| {
+                let used = watched.endpoint.has_members();
+                if !used {
+                    watched.stop.cancel();
+                }
+                used
+            });
         }
         for run in driven.values() {
             let _ = run.phase.send(Phase::Abort);
@@ -96,6 +116,9 @@ impl Worker {
         for run in driven.values() {
             run.tasks.close();
             run.tasks.wait().await;
+        }
+        for watched in endpoints.values() {
+            watched.stop.cancel();
         }
         let _ = housekeeping.await;
         let released =
@@ -165,7 +188,11 @@ impl Worker {
 
     /// Starts drivers for newly running runs and tells existing ones what their run's state
     /// now asks of them.
-    async fn follow_runs(&self, driven: &mut HashMap<i64, Driven>) -> Result<()> {
+    async fn follow_runs(
+        &self,
+        driven: &mut HashMap<i64, Driven>,
+        endpoints: &mut HashMap<i64, Watched>,
+    ) -> Result<()> {
         let known: Vec<i64> = driven.keys().copied().collect();
         let runs = sqlx::query!(
             r#"SELECT id, status AS "status: RunStatus", settings FROM runs WHERE status = 'running' OR id = ANY($1)"#,
@@ -197,7 +224,7 @@ impl Worker {
                     let _ = existing.phase.send_if_modified(|p| std::mem::replace(p, phase) != phase);
                 }
                 None if phase == Phase::Active => {
-                    let started = self.start(run.id, settings).await?;
+                    let started = self.start(run.id, settings, endpoints).await?;
                     driven.insert(run.id, started);
                 }
                 None => {}
@@ -210,23 +237,51 @@ impl Worker {
         Ok(())
     }
 
-    async fn start(&self, run_id: i64, settings: RunSettings) -> Result<Driven> {
+    async fn start(
+        &self,
+        run_id: i64,
+        settings: RunSettings,
+        endpoints: &mut HashMap<i64, Watched>,
+    ) -> Result<Driven> {
         let context = Arc::new(RunContext {
             run_id,
             settings: settings.clone(),
             worker_id: self.id,
             pool: self.pool.clone(),
-            http: self.http.clone(),
             metrics: self.metrics.clone(),
             live_workers: self.live_workers.clone(),
             held: self.held.clone(),
+            hold_budget: self.hold_budget.clone(),
             options: self.options,
         });
         let (phase, phase_rx) = watch::channel(Phase::Active);
         let tasks = TaskTracker::new();
         for endpoint_id in &settings.endpoint_ids {
-            let target = endpoints::target(&self.pool, *endpoint_id).await?;
-            tasks.spawn(driver::drive(context.clone(), target, phase_rx.clone()));
+            let watched = match endpoints.get(endpoint_id) {
+                Some(watched) => watched,
+                None => {
+                    let target = endpoints::target(&self.pool, *endpoint_id).await?;
+                    let client = match target.client(self.http.clone()) {
+                        Ok(client) => client,
+                        Err(e) => {
+                            tracing::error!(run.id = run_id, endpoint = %target.name, error = %e, "endpoint unusable");
+                            continue;
+                        }
+                    };
+                    endpoint::ensure_capacity(&self.pool, target.id).await?;
+                    let stop = CancellationToken::new();
+                    let process = endpoint::Process {
+                        pool: self.pool.clone(),
+                        worker_id: self.id,
+                        live_workers: self.live_workers.clone(),
+                        tick: self.options.tick,
+                    };
+                    let endpoint = Endpoint::start(&target, client, process, stop.clone());
+                    endpoints.entry(*endpoint_id).or_insert(Watched { endpoint, stop })
+                }
+            };
+            let membership = watched.endpoint.join(&settings);
+            tasks.spawn(driver::drive(context.clone(), membership, phase_rx.clone()));
         }
         tracing::info!(run.id = run_id, worker.id = %self.id, endpoints = settings.endpoint_ids.len(), "driving run");
         Ok(Driven { phase, settings, tasks })

@@ -122,13 +122,42 @@ impl VllmClient {
         Ok(list.data.into_iter().map(|m| ServedModel { id: m.id, max_model_len: m.max_model_len }).collect())
     }
 
-    /// True when `GET /health` answers 200 within a few seconds.
-    pub async fn healthy(&self) -> bool {
-        self.request(reqwest::Method::GET, "/health")
+    /// `Ok` when `GET /health` answers 200 within a few seconds; else what it did instead.
+    pub async fn health(&self) -> Result<(), String> {
+        let response = self
+            .request(reqwest::Method::GET, "/health")
             .timeout(Duration::from_secs(5))
             .send()
             .await
-            .is_ok_and(|r| r.status().is_success())
+            .map_err(|e| format!("/health: {}", describe(&e)))?;
+        match response.status() {
+            status if status.is_success() => Ok(()),
+            status => Err(format!("/health answers HTTP {}", status.as_u16())),
+        }
+    }
+
+    /// One tiny request (a single token, not streamed): whether the server really generates,
+    /// beyond its `/health` answering.
+    pub async fn probe(&self, model: &str) -> Result<(), String> {
+        let body = serde_json::json!({
+            "model": model,
+            "messages": [{"role": "user", "content": "Say OK."}],
+            "max_tokens": 1,
+            "stream": false,
+        });
+        let response = self
+            .request(reqwest::Method::POST, "/v1/chat/completions")
+            .timeout(Duration::from_secs(60))
+            .json(&body)
+            .send()
+            .await
+            .map_err(|e| format!("probe request: {}", describe(&e)))?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(());
+        }
+        let body = response.text().await.unwrap_or_default();
+        Err(format!("probe request: HTTP {}: {}", status.as_u16(), error_message(&body)))
     }
 
     /// The server's load from `/metrics`; `Ok(None)` when it exposes no metrics (404).

@@ -1,0 +1,636 @@
+//! One vLLM server as a worker process sees it, shared by every run the process drives there:
+//! the server's load (`/metrics`, read once per tick whatever the number of runs), whether it
+//! serves (`availability`: outages pause dispatch and fail no sample), and its capacity, the
+//! adaptive concurrency limit that belongs to the server and is split between the runs on it
+//! by weight (`capacity`).
+//!
+//! Across worker processes the capacity lives in `endpoint_capacity`: the process holding the
+//! row's controller lease runs the controller and stores the limit and each run's share; the
+//! others read the limit and compute the same split.
+
+use super::{
+    availability::{blame, Availability, Blame, Ticket, Verdict},
+    capacity::{self, Claim},
+    controller::{Controller, Observation, ServerSignals},
+};
+use crate::{
+    endpoints::EndpointTarget,
+    vllm::{Failure, ServerLoad, VllmClient},
+    Result,
+};
+use domain::generation::{Concurrency, RunSettings};
+use sqlx::PgPool;
+use std::{
+    collections::HashMap,
+    sync::{
+        atomic::{AtomicU32, Ordering},
+        Arc, Mutex,
+    },
+    time::Duration,
+};
+use tokio::sync::{watch, Notify};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+/// Where an endpoint's adaptive limit starts the first time a run uses it: high enough to fill
+/// a small server at once, low enough not to flood a busy one before the first reading of its
+/// load. Later runs start from the limit the last one left.
+pub const ADAPTIVE_START: u32 = 16;
+
+/// How long a failure waits for evidence before the server is probed for it.
+const VERDICT_PATIENCE: Duration = Duration::from_secs(2);
+
+/// What drivers read about their endpoint, published once per tick.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct View {
+    /// Whether to send requests at all.
+    pub up: bool,
+    pub down_reason: Option<String>,
+    /// Each run's part of the endpoint, over all worker processes.
+    pub shares: HashMap<i64, RunShare>,
+    pub load: Option<ServerLoad>,
+    pub rates: ServerRates,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RunShare {
+    pub limit: u32,
+    pub reason: String,
+}
+
+/// The server's prompt and generation tokens/s since the previous scrape, computed once per
+/// tick for the controller and every run's time series.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct ServerRates {
+    pub prompt: Option<f64>,
+    pub generation: Option<f64>,
+}
+
+impl ServerRates {
+    fn between(load: Option<&ServerLoad>, previous: Option<&ServerLoad>) -> Self {
+        match (load, previous) {
+            (Some(l), Some(p)) => Self {
+                prompt: l.rate_since(p, |l| l.prompt_tokens_total),
+                generation: l.rate_since(p, |l| l.generation_tokens_total),
+            },
+            _ => Self::default(),
+        }
+    }
+}
+
+/// What every endpoint of a worker process shares with it.
+#[derive(Clone)]
+pub(crate) struct Process {
+    pub pool: PgPool,
+    pub worker_id: Uuid,
+    pub live_workers: Arc<AtomicU32>,
+    pub tick: Duration,
+}
+
+/// A run this process drives on the endpoint.
+#[derive(Clone, Debug)]
+struct Member {
+    concurrency: Concurrency,
+    model: String,
+    in_flight: u32,
+}
+
+#[derive(Default)]
+struct Inner {
+    availability: Availability,
+    /// By membership: a run's drivers are replaced when its settings change, and the old
+    /// one leaves after the new one has joined.
+    members: HashMap<u64, Member>,
+    next_member: u64,
+    /// A failure is waiting for evidence: probe the server.
+    probe_wanted: bool,
+    /// Counted timeouts and server errors since the last tick, for the controller.
+    failures: u32,
+    /// Times to first token since the last tick.
+    ttfts: Vec<f64>,
+}
+
+pub(crate) struct Endpoint {
+    pub id: i64,
+    pub name: String,
+    pub client: VllmClient,
+    inner: Mutex<Inner>,
+    /// Wakes the tries waiting for a verdict when new evidence arrives.
+    evidence: Notify,
+    view: watch::Sender<View>,
+}
+
+/// A run's place on an endpoint; it leaves when this is dropped.
+pub(crate) struct Membership {
+    endpoint: Arc<Endpoint>,
+    id: u64,
+}
+
+impl Drop for Membership {
+    fn drop(&mut self) {
+        self.endpoint.inner.lock().expect("endpoint state").members.remove(&self.id);
+    }
+}
+
+impl Membership {
+    pub fn endpoint(&self) -> &Arc<Endpoint> {
+        &self.endpoint
+    }
+
+    /// The requests this run has outstanding on the endpoint in this process.
+    pub fn set_in_flight(&self, in_flight: u32) {
+        if let Some(member) = self.endpoint.inner.lock().expect("endpoint state").members.get_mut(&self.id) {
+            member.in_flight = in_flight;
+        }
+    }
+}
+
+impl Endpoint {
+    /// Starts watching the server; the watch ends with `stop`.
+    pub fn start(
+        target: &EndpointTarget,
+        client: VllmClient,
+        process: Process,
+        stop: CancellationToken,
+    ) -> Arc<Self> {
+        let (view, _) = watch::channel(View { up: true, ..View::default() });
+        let endpoint = Arc::new(Self {
+            id: target.id,
+            name: target.name.clone(),
+            client,
+            inner: Mutex::default(),
+            evidence: Notify::new(),
+            view,
+        });
+        tokio::spawn(endpoint.clone().watch(process, stop));
+        endpoint
+    }
+
+    pub fn join(self: &Arc<Self>, settings: &RunSettings) -> Membership {
+        let member =
+            Member { concurrency: settings.concurrency, model: settings.model.clone(), in_flight: 0 };
+        let mut inner = self.inner.lock().expect("endpoint state");
+        let id = inner.next_member;
+        inner.next_member += 1;
+        inner.members.insert(id, member);
+        Membership { endpoint: self.clone(), id }
+    }
+
+    pub fn has_members(&self) -> bool {
+        !self.inner.lock().expect("endpoint state").members.is_empty()
+    }
+
+    pub fn subscribe(&self) -> watch::Receiver<View> {
+        self.view.subscribe()
+    }
+
+    pub fn first_token(&self, ttft: Duration) {
+        self.inner.lock().expect("endpoint state").ttfts.push(ttft.as_secs_f64());
+    }
+
+    /// A request came back from the server (whatever its outcome for the sample).
+    pub fn served(&self) {
+        self.inner.lock().expect("endpoint state").availability.success();
+        self.evidence.notify_waiters();
+    }
+
+    /// Whose fault a failed try was: `Verdict::Counted` when the sample's own (it counts
+    /// against the sample's attempts), `Verdict::Outage` when the server's (it does not).
+    /// An ambiguous failure waits for the next evidence about the server.
+    pub async fn judge(&self, failure: &Failure) -> Verdict {
+        let ticket: Ticket = {
+            let mut inner = self.inner.lock().expect("endpoint state");
+            match blame(failure) {
+                Blame::Sample => return Verdict::Counted,
+                Blame::Endpoint => {
+                    if inner.availability.down(failure.message.clone()) {
+                        tracing::warn!(endpoint = %self.name, error = %failure.message, "endpoint down; dispatch paused until /health answers and a probe request succeeds");
+                    }
+                    drop(inner);
+                    self.publish_availability();
+                    self.evidence.notify_waiters();
+                    return Verdict::Outage;
+                }
+                Blame::Unknown => {
+                    let was_up = inner.availability.is_up();
+                    let ticket = inner.availability.ambiguous(&failure.message);
+                    if was_up && !inner.availability.is_up() {
+                        tracing::warn!(endpoint = %self.name, reason = inner.availability.down_reason().unwrap_or(""), "endpoint down; dispatch paused until /health answers and a probe request succeeds");
+                    }
+                    ticket
+                }
+            }
+        };
+        self.publish_availability();
+        self.evidence.notify_waiters();
+        loop {
+            let waiting = self.evidence.notified();
+            let verdict = self.inner.lock().expect("endpoint state").availability.verdict(ticket);
+            if verdict != Verdict::Pending {
+                if verdict == Verdict::Counted && failure.is_transient() {
+                    self.inner.lock().expect("endpoint state").failures += 1;
+                }
+                return verdict;
+            }
+            if tokio::time::timeout(VERDICT_PATIENCE, waiting).await.is_err() {
+                // Nothing else is running here to tell: ask the server itself.
+                self.inner.lock().expect("endpoint state").probe_wanted = true;
+            }
+        }
+    }
+
+    fn publish_availability(&self) {
+        let (up, reason) = {
+            let inner = self.inner.lock().expect("endpoint state");
+            (inner.availability.is_up(), inner.availability.down_reason().map(str::to_string))
+        };
+        self.view.send_if_modified(|view| {
+            let changed = view.up != up;
+            view.up = up;
+            view.down_reason = reason;
+            changed
+        });
+    }
+
+    /// Once per tick: read the server, probe it when a verdict or a recovery needs it, revise
+    /// the capacity and the runs' shares, and publish what the drivers read.
+    async fn watch(self: Arc<Self>, process: Process, stop: CancellationToken) {
+        let (probe_tx, probe_rx) = watch::channel(Probe::default());
+        let monitor_stop = stop.child_token();
+        tokio::spawn(monitor(self.client.clone(), process.tick, probe_tx, monitor_stop.clone()));
+        let mut tick = tokio::time::interval(process.tick);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut controller: Option<Controller> = None;
+        let mut previous_load: Option<ServerLoad> = None;
+        let mut probing: Option<tokio::task::JoinHandle<Result<(), String>>> = None;
+        let mut recorded_health: Option<bool> = None;
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => break,
+                _ = tick.tick() => {}
+            }
+            let probe = probe_rx.borrow().clone();
+            self.follow_health(&probe, &mut probing);
+            let rates = ServerRates::between(probe.load.as_ref(), previous_load.as_ref());
+            let shares = match self
+                .revise_capacity(&process, &mut controller, &probe, previous_load.as_ref(), rates)
+                .await
+            {
+                Ok(shares) => Some(shares),
+                Err(e) => {
+                    tracing::warn!(endpoint = %self.name, error = %e, "revising the endpoint's capacity failed; keeping the current shares");
+                    None
+                }
+            };
+            if probe.load.is_some() {
+                previous_load = probe.load.clone();
+            }
+            let (up, down_reason) = {
+                let inner = self.inner.lock().expect("endpoint state");
+                (inner.availability.is_up(), inner.availability.down_reason().map(str::to_string))
+            };
+            if recorded_health != Some(up)
+                && record_health(&process.pool, self.id, up, down_reason.as_deref()).await
+            {
+                recorded_health = Some(up);
+            }
+            self.view.send_modify(|view| {
+                view.up = up;
+                view.down_reason = down_reason;
+                view.load = probe.load.clone();
+                view.rates = rates;
+                if let Some(shares) = shares {
+                    view.shares = shares;
+                }
+            });
+        }
+        monitor_stop.cancel();
+    }
+
+    /// Marks the endpoint down when `/health` fails; probes the server when a suspicion or a
+    /// verdict waits for it, or when a down endpoint's `/health` answers again. One probe at a
+    /// time; its result is read on a later tick.
+    fn follow_health(
+        self: &Arc<Self>,
+        probe: &Probe,
+        probing: &mut Option<tokio::task::JoinHandle<Result<(), String>>>,
+    ) {
+        if let Some(error) = &probe.health_error {
+            let newly = self.inner.lock().expect("endpoint state").availability.down(error.clone());
+            if newly {
+                tracing::warn!(endpoint = %self.name, %error, "endpoint down; dispatch paused until /health answers and a probe request succeeds");
+                self.publish_availability();
+                self.evidence.notify_waiters();
+            }
+        }
+        if probing.as_ref().is_some_and(|handle| !handle.is_finished()) {
+            return;
+        }
+        if let Some(handle) = probing.take() {
+            let result = futures::FutureExt::now_or_never(handle)
+                .and_then(Result::ok)
+                .unwrap_or_else(|| Err("the probe request did not finish".into()));
+            let mut inner = self.inner.lock().expect("endpoint state");
+            let was_up = inner.availability.is_up();
+            match result {
+                Ok(()) => inner.availability.probe_succeeded(),
+                Err(error) => inner.availability.probe_failed(&error),
+            }
+            match (was_up, inner.availability.is_up()) {
+                (false, true) => {
+                    tracing::info!(endpoint = %self.name, "endpoint serves again; dispatch resumed")
+                }
+                (true, false) => {
+                    tracing::warn!(endpoint = %self.name, reason = inner.availability.down_reason().unwrap_or(""), "endpoint down; dispatch paused until /health answers and a probe request succeeds")
+                }
+                _ => {}
+            }
+            drop(inner);
+            self.publish_availability();
+            self.evidence.notify_waiters();
+        }
+        let (wanted, model) = {
+            let mut inner = self.inner.lock().expect("endpoint state");
+            let health_ok = probe.scraped && probe.health_error.is_none();
+            let for_verdict = std::mem::take(&mut inner.probe_wanted) && inner.availability.is_up();
+            let wanted = for_verdict || inner.availability.wants_probe(health_ok);
+            (wanted, inner.members.values().next().map(|m| m.model.clone()))
+        };
+        if let (true, Some(model)) = (wanted, model) {
+            let client = self.client.clone();
+            *probing = Some(tokio::spawn(async move { client.probe(&model).await }));
+        }
+    }
+
+    /// The endpoint's capacity and each run's share of it.
+    async fn revise_capacity(
+        &self,
+        process: &Process,
+        controller: &mut Option<Controller>,
+        probe: &Probe,
+        previous_load: Option<&ServerLoad>,
+        rates: ServerRates,
+    ) -> Result<HashMap<i64, RunShare>> {
+        let claims = claims(&process.pool, self.id).await?;
+        let Some((min, max)) = capacity::adaptive_bounds(&claims) else {
+            *controller = None;
+            return Ok(fixed_shares(&claims));
+        };
+        let workers = process.live_workers.load(Ordering::Relaxed).max(1);
+        let (outstanding, failures, ttfts, up) = {
+            let mut inner = self.inner.lock().expect("endpoint state");
+            let outstanding: u32 = inner
+                .members
+                .values()
+                .filter(|m| matches!(m.concurrency, Concurrency::Adaptive { .. }))
+                .map(|m| m.in_flight)
+                .sum();
+            (
+                outstanding * workers,
+                std::mem::take(&mut inner.failures),
+                std::mem::take(&mut inner.ttfts),
+                inner.availability.is_up(),
+            )
+        };
+        let lease = sqlx::query!(
+            "UPDATE endpoint_capacity SET controller_owner = $2, controller_until = now() + interval '5 seconds'
+             WHERE endpoint_id = $1
+               AND (controller_owner = $2 OR controller_until IS NULL OR controller_until < now())
+             RETURNING concurrency_limit, limit_reason",
+            self.id,
+            process.worker_id
+        )
+        .fetch_optional(&process.pool)
+        .await?;
+        let (limit, reason) = match lease {
+            // While the server is down its readings say nothing about its capacity.
+            Some(stored) if up => {
+                let controller = controller
+                    .get_or_insert_with(|| Controller::new(stored.concurrency_limit.max(1) as u32, min, max));
+                controller.set_bounds(min, max);
+                controller.set_limit(stored.concurrency_limit.max(1) as u32);
+                let observation = Observation {
+                    outstanding,
+                    server: probe.load.as_ref().map(|load| ServerSignals {
+                        running: load.running,
+                        waiting: load.waiting,
+                        kv_usage: load.kv_usage,
+                        new_preemptions: previous_load
+                            .map_or(0.0, |p| (load.preemptions_total - p.preemptions_total).max(0.0)),
+                        generation_tps: rates.generation,
+                    }),
+                    failures,
+                    ttft_p50: median(ttfts),
+                };
+                let decision = controller.observe(observation);
+                let reason = if decision.changed { decision.reason } else { stored.limit_reason };
+                if decision.changed {
+                    tracing::debug!(endpoint = %self.name, limit = decision.limit, %reason, "endpoint capacity changed");
+                }
+                store_capacity(
+                    &process.pool,
+                    self.id,
+                    decision.limit,
+                    &reason,
+                    decision.changed,
+                    probe.load.as_ref(),
+                    rates,
+                )
+                .await?;
+                (decision.limit, reason)
+            }
+            Some(stored) => (stored.concurrency_limit.max(1) as u32, stored.limit_reason),
+            None => {
+                *controller = None;
+                let stored = sqlx::query!(
+                    "SELECT concurrency_limit, limit_reason FROM endpoint_capacity WHERE endpoint_id = $1",
+                    self.id
+                )
+                .fetch_one(&process.pool)
+                .await?;
+                (stored.concurrency_limit.max(1) as u32, stored.limit_reason)
+            }
+        };
+        let split = capacity::split(limit, &claims);
+        let adaptive_runs =
+            claims.iter().filter(|c| matches!(c.concurrency, Concurrency::Adaptive { .. })).count();
+        let shares: HashMap<i64, RunShare> = split
+            .into_iter()
+            .zip(&claims)
+            .map(|(share, claim)| {
+                let reason = match claim.concurrency {
+                    Concurrency::Fixed { .. } => "fixed by the run's settings".to_string(),
+                    Concurrency::Adaptive { .. } if adaptive_runs > 1 => {
+                        format!("{} of the endpoint's {limit} (weight {}, shared by {adaptive_runs} runs); {reason}", share.limit, claim.weight)
+                    }
+                    Concurrency::Adaptive { .. } => reason.clone(),
+                };
+                (share.run_id, RunShare { limit: share.limit, reason })
+            })
+            .collect();
+        if controller.is_some() {
+            store_shares(&process.pool, self.id, &shares).await?;
+        }
+        Ok(shares)
+    }
+}
+
+fn fixed_shares(claims: &[Claim]) -> HashMap<i64, RunShare> {
+    capacity::split(0, claims)
+        .into_iter()
+        .map(|s| (s.run_id, RunShare { limit: s.limit, reason: "fixed by the run's settings".to_string() }))
+        .collect()
+}
+
+fn median(mut values: Vec<f64>) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    Some(values[values.len() / 2])
+}
+
+/// The running runs on an endpoint, from every worker process, with what each could use.
+async fn claims(pool: &PgPool, endpoint_id: i64) -> Result<Vec<Claim>> {
+    let rows = sqlx::query!(
+        r#"SELECT r.id, r.settings,
+                  EXISTS (SELECT 1 FROM samples s WHERE s.run_id = r.id AND s.state = 'pending') AS "has_pending!",
+                  (SELECT count(*) FROM samples s WHERE s.run_id = r.id AND s.state = 'running') AS "running!"
+           FROM run_endpoints re JOIN runs r ON r.id = re.run_id
+           WHERE re.endpoint_id = $1 AND r.status = 'running'
+           ORDER BY r.id"#,
+        endpoint_id
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|row| {
+            let settings: RunSettings = serde_json::from_value(row.settings).ok()?;
+            Some(Claim {
+                run_id: row.id,
+                concurrency: settings.concurrency,
+                weight: settings.weight,
+                demand: (!row.has_pending).then_some(row.running as u32),
+            })
+        })
+        .collect())
+}
+
+async fn store_capacity(
+    pool: &PgPool,
+    endpoint_id: i64,
+    limit: u32,
+    reason: &str,
+    changed: bool,
+    load: Option<&ServerLoad>,
+    rates: ServerRates,
+) -> Result<()> {
+    sqlx::query!(
+        "UPDATE endpoint_capacity SET
+             concurrency_limit = $2, limit_reason = $3,
+             limit_changed_at = CASE WHEN $4 THEN now() ELSE limit_changed_at END,
+             server_running = $5, server_waiting = $6, server_kv_usage = $7, server_generation_tps = $8,
+             observed_at = now()
+         WHERE endpoint_id = $1",
+        endpoint_id,
+        limit as i32,
+        reason,
+        changed,
+        load.map(|l| l.running as i32),
+        load.map(|l| l.waiting as i32),
+        load.map(|l| l.kv_usage as f32),
+        rates.generation.map(|r| r as f32),
+    )
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// Writes each run's share where its dashboard reads it, when it changed.
+async fn store_shares(pool: &PgPool, endpoint_id: i64, shares: &HashMap<i64, RunShare>) -> Result<()> {
+    for (run_id, share) in shares {
+        sqlx::query!(
+            "UPDATE run_endpoints SET concurrency_limit = $3, limit_reason = $4, limit_changed_at = now()
+             WHERE run_id = $1 AND endpoint_id = $2 AND (concurrency_limit <> $3 OR limit_reason <> $4)",
+            run_id,
+            endpoint_id,
+            share.limit as i32,
+            share.reason
+        )
+        .execute(pool)
+        .await?;
+    }
+    Ok(())
+}
+
+/// Records whether the endpoint serves, for the Endpoints page and the runs' dashboards.
+/// Returns whether the write landed.
+async fn record_health(pool: &PgPool, endpoint_id: i64, up: bool, reason: Option<&str>) -> bool {
+    let result = async {
+        sqlx::query!(
+            "UPDATE endpoint_capacity SET healthy = $2, health_reason = $3, health_changed_at = now()
+             WHERE endpoint_id = $1 AND (healthy <> $2 OR health_reason IS DISTINCT FROM $3)",
+            endpoint_id,
+            up,
+            reason
+        )
+        .execute(pool)
+        .await?;
+        sqlx::query!(
+            "UPDATE run_endpoints re SET healthy = $2, health_changed_at = now()
+             FROM runs r
+             WHERE re.endpoint_id = $1 AND r.id = re.run_id AND r.status IN ('running', 'paused') AND re.healthy <> $2",
+            endpoint_id,
+            up
+        )
+        .execute(pool)
+        .await?;
+        Ok::<_, sqlx::Error>(())
+    }
+    .await;
+    match result {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::warn!(error = %e, "recording endpoint health failed");
+            false
+        }
+    }
+}
+
+/// Makes sure the endpoint has a capacity row (the first run on it starts it).
+pub(crate) async fn ensure_capacity(pool: &PgPool, endpoint_id: i64) -> Result<()> {
+    sqlx::query!(
+        "INSERT INTO endpoint_capacity (endpoint_id, concurrency_limit, limit_reason)
+         VALUES ($1, $2, 'starting value; adapts to the server''s load') ON CONFLICT (endpoint_id) DO NOTHING",
+        endpoint_id,
+        ADAPTIVE_START as i32
+    )
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// The monitor's latest view of the server.
+#[derive(Clone, Debug, Default)]
+struct Probe {
+    load: Option<ServerLoad>,
+    /// Why `/health` failed, when it did.
+    health_error: Option<String>,
+    /// At least one reading has come back.
+    scraped: bool,
+}
+
+/// Scrapes `/metrics` and asks `/health` once per tick, off the endpoint's own loop.
+async fn monitor(client: VllmClient, every: Duration, probe: watch::Sender<Probe>, stop: CancellationToken) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        let (load, health) = tokio::join!(client.load(), client.health());
+        let _ = probe.send(Probe { load: load.ok().flatten(), health_error: health.err(), scraped: true });
+    }
+}
