@@ -454,6 +454,10 @@ async fn tokenized_export_is_repeatable_and_split_by_seed(pool: sqlx::PgPool) {
     assert_eq!(a.files.iter().map(|f| f.rows).sum::<u64>(), 3);
     assert_eq!(a.counts.written, 3);
     assert!(a.counts.loss_tokens > 0 && a.counts.loss_tokens < a.counts.input_tokens);
+    // The multi-turn sample's first answer is re-rendered in the history (see the mask test).
+    assert_eq!(a.counts.unsupervised_turns, 1);
+    // Templates that stamp a date get the export's creation date, and the manifest says so.
+    assert_eq!(a.template_date.as_deref(), Some(&a.created_at[..10]));
     for dir in [first, second] {
         let dir = env.root.join(format!("exports/tok/export-{dir}"));
         for file in &a.files {
