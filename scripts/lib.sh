@@ -54,6 +54,24 @@ ensure_s3_server() {
   fi
 }
 
+# The template parity test (engine/tests/template_parity.rs) checks our chat-template renders
+# against Hugging Face transformers, in a venv of its own with these exact versions (PyPI).
+PARITY_VENV=$HOME/.cache/draft-studio/parity-venv
+PARITY_PACKAGES=(transformers==5.24.0 jinja2==3.1.6 tokenizers==0.23.3)
+# Sets PARITY_PYTHON to the venv's interpreter, creating or re-pinning the venv when needed.
+ensure_parity_python() {
+  PARITY_PYTHON=$PARITY_VENV/bin/python
+  local stamp=$PARITY_VENV/.pinned
+  if [ ! -x "$PARITY_PYTHON" ] || [ "$(cat "$stamp" 2>/dev/null)" != "${PARITY_PACKAGES[*]}" ]; then
+    say "installing ${PARITY_PACKAGES[*]} for the template parity test (once)"
+    python3 -m venv "$PARITY_VENV" \
+      || die "python3 -m venv failed; the template parity test needs a Python 3 venv"
+    "$PARITY_PYTHON" -m pip install --quiet "${PARITY_PACKAGES[@]}" >/dev/null \
+      || die "pip could not install ${PARITY_PACKAGES[*]}; the template parity test needs them"
+    echo "${PARITY_PACKAGES[*]}" > "$stamp"
+  fi
+}
+
 pg_answers() { pg_isready -q -d "$1" 2>/dev/null; }
 
 # Sets PG_SERVER_URL to a PostgreSQL server URL without a database name: DATABASE_URL's server

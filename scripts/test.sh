@@ -10,6 +10,7 @@ ensure_rust_tools
 ensure_browser_tools
 ensure_postgres
 ensure_s3_server
+ensure_parity_python
 
 # Queries are checked at compile time against .sqlx/, so builds do not depend on a live schema.
 export SQLX_OFFLINE=true
@@ -24,6 +25,8 @@ if ! $browser_only; then
   cargo fmt --all --check
 
   say "unit, database and handler tests"
+  # The template parity test renders the same conversations with transformers in this Python.
+  export DS_PARITY_PYTHON=$PARITY_PYTHON
   # The app crate is tested with its server half only; building it with `hydrate` too would
   # unify features across the workspace (see leptos-anchors §5.6).
   cargo test --locked -p domain -p engine -p vllm-sim -p server -p app --features app/ssr

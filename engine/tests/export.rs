@@ -11,6 +11,7 @@ use engine::generation::conversation::Turn;
 use engine::testing::{finished_run, user, SeedSample};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
+use time::macros::date;
 
 const MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
 
@@ -318,8 +319,10 @@ fn loss_masks_cover_exactly_the_assistant_spans_on_both_templates() {
         text.starts_with("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n")
     );
 
-    // Multi-turn with thinking off: the template's empty think block belongs to the prompt, and
-    // history answers are supervised too.
+    // Multi-turn with thinking off: the template's empty think block belongs to the prompt. The
+    // earlier answer is rendered without the empty think block its prompt had (this template,
+    // like Qwen3, renders turns before the last user message differently), so it is not what
+    // the model wrote after that prompt and stays unsupervised.
     let multi = Conversation {
         id: "m".into(),
         thinking: Some(false),
@@ -331,11 +334,17 @@ fn loss_masks_cover_exactly_the_assistant_spans_on_both_templates() {
         ],
     };
     let (ids, mask) = tokenized(&qwen, &multi);
-    assert_eq!(masked_runs(&qwen, &ids, &mask), ["Paris.<|im_end|>\n", "Rome.<|im_end|>\n"]);
+    assert_eq!(masked_runs(&qwen, &ids, &mask), ["Rome.<|im_end|>\n"]);
+    match qwen.tokenize(&multi).unwrap() {
+        Outcome::Row(row) => assert_eq!(row.unsupervised_turns, 1),
+        _ => panic!("the row was dropped"),
+    }
     let text = qwen.tokenizer().decode(&ids, false).unwrap();
     assert!(text.ends_with("<|im_start|>assistant\n<think>\n\n</think>\n\nRome.<|im_end|>\n"), "{text}");
 
-    let llama = RowTokenizer::from_dir(&fixtures().join("llama"), 4096, Overlong::Drop).unwrap();
+    let llama =
+        RowTokenizer::from_dir_dated(&fixtures().join("llama"), date!(2026 - 02 - 03), 4096, Overlong::Drop)
+            .unwrap();
     let plain = Conversation {
         id: "l".into(),
         thinking: None,
@@ -353,9 +362,11 @@ fn loss_masks_cover_exactly_the_assistant_spans_on_both_templates() {
         ["The capital of France is Paris.<|eot_id|>", "You are welcome.<|eot_id|>"]
     );
     let text = llama.tokenizer().decode(&ids, false).unwrap();
+    // strftime_now renders the tokenizer's date, not the day the test runs.
     assert!(text.starts_with(
-        "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nToday Date: 26 Jul 2024"
+        "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nToday Date: 03 Feb 2026"
     ));
+    assert_eq!(llama.template_date(), date!(2026 - 02 - 03));
 
     // Too long: dropped, or truncated with the mask cut alike.
     let short = RowTokenizer::from_dir(&fixtures().join("llama"), 30, Overlong::Drop).unwrap();
@@ -370,6 +381,26 @@ fn loss_masks_cover_exactly_the_assistant_spans_on_both_templates() {
         Outcome::DroppedNoLoss => {} // all 40 tokens were prompt
         Outcome::DroppedOverlong => panic!("truncate must not drop"),
     }
+}
+
+/// The answer's text also stands in the reasoning: the whole turn is still supervised (the span
+/// used to end at the first "42", inside the reasoning).
+#[test]
+fn an_answer_repeated_in_its_reasoning_is_supervised_whole() {
+    let qwen = RowTokenizer::from_dir(&fixtures().join("qwen"), 4096, Overlong::Drop).unwrap();
+    let repeated = Conversation {
+        id: "r".into(),
+        thinking: Some(true),
+        turns: vec![
+            turn("user", "What is 6 times 7?", None),
+            turn("assistant", "42", Some("6 times 7 is 42. So the answer is 42.")),
+        ],
+    };
+    let (ids, mask) = tokenized(&qwen, &repeated);
+    assert_eq!(
+        masked_runs(&qwen, &ids, &mask),
+        ["<think>\n6 times 7 is 42. So the answer is 42.\n</think>\n\n42<|im_end|>\n"]
+    );
 }
 
 fn mask_prefix(tokenizer: &RowTokenizer, conversation: &Conversation, n: usize) -> Vec<u8> {
@@ -423,6 +454,10 @@ async fn tokenized_export_is_repeatable_and_split_by_seed(pool: sqlx::PgPool) {
     assert_eq!(a.files.iter().map(|f| f.rows).sum::<u64>(), 3);
     assert_eq!(a.counts.written, 3);
     assert!(a.counts.loss_tokens > 0 && a.counts.loss_tokens < a.counts.input_tokens);
+    // The multi-turn sample's first answer is re-rendered in the history (see the mask test).
+    assert_eq!(a.counts.unsupervised_turns, 1);
+    // Templates that stamp a date get the export's creation date, and the manifest says so.
+    assert_eq!(a.template_date.as_deref(), Some(&a.created_at[..10]));
     for dir in [first, second] {
         let dir = env.root.join(format!("exports/tok/export-{dir}"));
         for file in &a.files {

@@ -190,7 +190,7 @@ async fn compare_tokenizers(pool: &sqlx::PgPool, run: i64, dir: &Path, root: &Pa
     for (id, messages) in rows {
         let conversation =
             Conversation { id, thinking: Some(true), turns: serde_json::from_value(messages).unwrap() };
-        texts.push(tokenizer.render(&conversation).unwrap().0);
+        texts.push(tokenizer.render(&conversation).unwrap().text);
     }
     let path = root.join("texts.jsonl");
     let mut out = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());

@@ -149,9 +149,12 @@ async fn execute(pool: &PgPool, storage: &Storage, id: i64) -> Result<Finished> 
         (Layout::Tokenized, Some(t)) => {
             let dir = storage.resolve(&t.tokenizer_dir, false)?;
             let (max, overlong) = (t.max_length, t.overlong);
-            let loaded = tokio::task::spawn_blocking(move || RowTokenizer::from_dir(&dir, max, overlong))
-                .await
-                .map_err(|e| Error::Internal(e.into()))??;
+            // Templates that stamp a date (strftime_now) get the export's own.
+            let date = job.created_at.date();
+            let loaded =
+                tokio::task::spawn_blocking(move || RowTokenizer::from_dir_dated(&dir, date, max, overlong))
+                    .await
+                    .map_err(|e| Error::Internal(e.into()))??;
             Some(Arc::new(loaded))
         }
         _ => None,
@@ -163,6 +166,7 @@ async fn execute(pool: &PgPool, storage: &Storage, id: i64) -> Result<Finished> 
         .await?;
 
     let target = storage.prepare(&spec.destination, id)?;
+    let tokenizer_date = tokenizer.as_ref().map(|t| t.template_date());
     match write_all(pool, id, &spec, &plan, tokenizer, &target).await {
         Ok(Some((files, counts))) => {
             let manifest = Manifest {
@@ -172,6 +176,7 @@ async fn execute(pool: &PgPool, storage: &Storage, id: i64) -> Result<Finished> 
                 user: job.user,
                 app_version: env!("CARGO_PKG_VERSION").to_string(),
                 runs: manifest::runs(pool, &spec.selection.run_ids).await?,
+                template_date: tokenizer_date.map(|d| d.to_string()),
                 spec,
                 counts,
                 files,
@@ -231,6 +236,7 @@ impl Sink {
                         match outcome {
                             Outcome::Row(row) => {
                                 self.counts.truncated += u64::from(row.truncated);
+                                self.counts.unsupervised_turns += u64::from(row.unsupervised_turns);
                                 self.counts.input_tokens += row.input_ids.len() as u64;
                                 self.counts.loss_tokens +=
                                     row.loss_mask.iter().map(|&m| m as u64).sum::<u64>();

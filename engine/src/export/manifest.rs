@@ -21,6 +21,10 @@ pub struct Manifest {
     pub app_version: String,
     pub spec: ExportSpec,
     pub runs: Vec<RunProvenance>,
+    /// The date tokenized rows' templates rendered for `strftime_now` (YYYY-MM-DD); none
+    /// without tokenized rows.
+    #[serde(default)]
+    pub template_date: Option<String>,
     pub counts: Counts,
     pub files: Vec<FileEntry>,
 }
@@ -47,6 +51,10 @@ pub struct Counts {
     pub dropped_no_loss: u64,
     /// Tokenized rows cut at the maximum length.
     pub truncated: u64,
+    /// Assistant turns of tokenized rows left unsupervised because the template renders them
+    /// differently once later turns follow (Qwen3 drops earlier reasoning; see docs/export.md).
+    #[serde(default)]
+    pub unsupervised_turns: u64,
     /// Tokens in the tokenized rows, and those under the loss mask.
     pub input_tokens: u64,
     pub loss_tokens: u64,

@@ -3,7 +3,8 @@
 //! - `selection`: which samples (filters, duplicates, thinking mix, split) and the preview.
 //! - `review`: the review-state part of the selection (wired to the review columns at merge).
 //! - `conversation`: a sample's conversation shaped for export (reasoning style, stable id).
-//! - `template` and `tokenize`: the target's chat template and tokenizer, loss masks.
+//! - `template`, `spans` and `tokenize`: the target's chat template rendered as transformers
+//!   renders it, what the loss mask supervises, and the tokenized rows.
 //! - `writer`: JSONL and Parquet data files.
 //! - `destination`: storage roots, S3, staging and the atomic commit.
 //! - `manifest`: provenance, counts and file hashes.
@@ -16,6 +17,7 @@ pub mod job;
 pub mod manifest;
 pub mod review;
 pub mod selection;
+pub mod spans;
 pub mod store;
 pub mod template;
 pub mod tokenize;

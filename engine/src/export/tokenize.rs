@@ -1,22 +1,17 @@
-//! Pre-tokenized rows: the conversation rendered with the target's chat template, encoded with
-//! its `tokenizer.json`, and a loss mask that is 1 exactly over the assistant turns' tokens.
-//!
-//! An assistant turn's span starts where the generation prompt for it ends (the render of the
-//! turns before it with `add_generation_prompt`, which must be a prefix of the full render) and
-//! ends after its visible answer and the template's end-of-turn text. So a template's own
-//! generation prompt (`<|im_start|>assistant\n`, or an empty `<think></think>` it inserts when
-//! thinking is off) is never supervised, while the reasoning and answer the model produced are.
+//! Pre-tokenized rows re-made from a conversation: rendered with the target's chat template (as
+//! transformers renders it, see `template`), encoded with its `tokenizer.json`, and a loss mask
+//! over the characters `spans` supervises. A token is supervised when it overlaps a supervised
+//! span, the rule of transformers' `return_assistant_tokens_mask`.
 
 use super::conversation::Conversation;
+use super::spans::{self, AddedTokens, Supervised};
 use super::template::ChatTemplate;
-use crate::generation::conversation::Turn;
 use crate::{Error, Result};
 use domain::export::Overlong;
 use std::ops::Range;
 use std::path::Path;
+use time::{Date, OffsetDateTime};
 use tokenizers::Tokenizer;
-
-const SENTINEL: &str = "\u{1}DRAFT-STUDIO-END-OF-TURN-PROBE\u{1}";
 
 pub struct Tokenized {
     pub id: String,
@@ -24,6 +19,8 @@ pub struct Tokenized {
     pub loss_mask: Vec<u8>,
     /// Cut at the maximum length.
     pub truncated: bool,
+    /// Assistant turns the template re-renders in the history, left unsupervised.
+    pub unsupervised_turns: u32,
 }
 
 /// What became of a conversation.
@@ -35,24 +32,50 @@ pub enum Outcome {
     DroppedNoLoss,
 }
 
+/// A rendered and encoded conversation, whatever its length.
+pub struct Encoded {
+    pub text: String,
+    pub input_ids: Vec<u32>,
+    pub loss_mask: Vec<u8>,
+    pub unsupervised_turns: u32,
+}
+
+/// The prompt the target model was given for one assistant turn, as the template renders it.
+pub struct TurnPrompt {
+    /// Index of the assistant turn in the conversation.
+    pub turn: usize,
+    pub input_ids: Vec<u32>,
+}
+
 pub struct RowTokenizer {
     tokenizer: Tokenizer,
     template: ChatTemplate,
-    /// What the template writes after an assistant answer (`<|im_end|>\n`, `<|eot_id|>`).
-    end_of_turn: String,
+    added: AddedTokens,
     max_length: usize,
     overlong: Overlong,
 }
 
 impl RowTokenizer {
+    /// Loads `tokenizer.json` and the chat template from `dir`; `strftime_now` renders today (UTC).
     pub fn from_dir(dir: &Path, max_length: u32, overlong: Overlong) -> Result<Self> {
+        Self::from_dir_dated(dir, OffsetDateTime::now_utc().date(), max_length, overlong)
+    }
+
+    /// As `from_dir`, with the date templates stamp through `strftime_now` (an export passes its
+    /// own creation date and records it in the manifest).
+    pub fn from_dir_dated(dir: &Path, date: Date, max_length: u32, overlong: Overlong) -> Result<Self> {
         let path = dir.join("tokenizer.json");
         if !path.is_file() {
             return Err(Error::invalid(format!("{} has no tokenizer.json", dir.display())));
         }
-        let tokenizer = Tokenizer::from_file(&path)
+        let mut tokenizer = Tokenizer::from_file(&path)
             .map_err(|e| Error::invalid(format!("{} cannot be loaded: {e}", path.display())))?;
-        Self::new(tokenizer, ChatTemplate::from_dir(dir)?, max_length, overlong)
+        // apply_chat_template encodes with neither, whatever tokenizer.json configures.
+        tokenizer.with_padding(None);
+        tokenizer
+            .with_truncation(None)
+            .map_err(|e| Error::Internal(anyhow::anyhow!("clearing truncation: {e}")))?;
+        Self::new(tokenizer, ChatTemplate::from_dir(dir, date)?, max_length, overlong)
     }
 
     pub fn new(
@@ -61,82 +84,83 @@ impl RowTokenizer {
         max_length: u32,
         overlong: Overlong,
     ) -> Result<Self> {
-        let end_of_turn = probe_end_of_turn(&template)?;
-        Ok(Self { tokenizer, template, end_of_turn, max_length: max_length as usize, overlong })
+        let added = AddedTokens::new(tokenizer.get_added_tokens_decoder().into_values().map(|t| t.content));
+        Ok(Self { tokenizer, template, added, max_length: max_length as usize, overlong })
     }
 
-    /// The rendered text and the byte ranges of its assistant spans.
-    pub fn render(&self, conversation: &Conversation) -> Result<(String, Vec<Range<usize>>)> {
+    /// The date `strftime_now` renders, for the manifest.
+    pub fn template_date(&self) -> Date {
+        self.template.date()
+    }
+
+    /// The rendered conversation and the byte ranges its loss mask covers.
+    pub fn render(&self, conversation: &Conversation) -> Result<Supervised> {
+        spans::supervise(&self.template, &self.added, conversation)
+    }
+
+    /// The prompt ids of each assistant turn: the turns before it rendered with the generation
+    /// prompt, as a server applying this template would have tokenized the request.
+    pub fn turn_prompts(&self, conversation: &Conversation) -> Result<Vec<TurnPrompt>> {
         let turns = &conversation.turns;
-        let full = self.template.render(turns, false, conversation.thinking)?;
-        let mut spans = Vec::new();
-        for (i, turn) in turns.iter().enumerate().filter(|(_, t)| t.role == "assistant") {
-            let prompt = self.template.render(&turns[..i], true, conversation.thinking)?;
-            let start = if full.starts_with(&prompt) {
-                prompt.len()
-            } else {
-                // Templates may render a history answer differently from a fresh generation
-                // prompt (Qwen3 with thinking off adds an empty think block only to the latter):
-                // the turn then starts where the two renders part, after the history.
-                let history = self.template.render(&turns[..i], false, conversation.thinking)?;
-                let common = common_prefix(&full, &prompt);
-                if !full.starts_with(&history) || common <= history.len() {
-                    return Err(Error::invalid(format!(
-                        "conversation {}: the chat template renders the history before assistant turn {} \
-                         differently from the full conversation, so its span cannot be found",
-                        conversation.id,
-                        i + 1
-                    )));
-                }
-                common
-            };
-            let end = self.span_end(&full, start, turn).ok_or_else(|| {
-                Error::invalid(format!(
-                    "conversation {}: assistant turn {} is not in the rendered text",
-                    conversation.id,
-                    i + 1
-                ))
-            })?;
-            spans.push(start..end);
+        let mut prompts = Vec::new();
+        for turn in (1..turns.len()).filter(|&i| turns[i].role == "assistant") {
+            let text = self.template.render(&turns[..turn], true, conversation.thinking)?.text;
+            prompts.push(TurnPrompt {
+                turn,
+                input_ids: self.encode(&conversation.id, &text)?.get_ids().to_vec(),
+            });
         }
-        Ok((full, spans))
+        Ok(prompts)
     }
 
-    /// Where an assistant turn starting at `start` ends: after its visible answer (templates may
-    /// move or trim reasoning, so only the last part of the answer is looked for) and after the
-    /// end-of-turn text if it follows.
-    fn span_end(&self, full: &str, start: usize, turn: &Turn) -> Option<usize> {
-        let visible = turn.content.rsplit("</think>").next().unwrap_or("").trim();
-        let after_answer =
-            if visible.is_empty() { start } else { start + full[start..].find(visible)? + visible.len() };
-        if self.end_of_turn.is_empty() {
-            return Some(after_answer);
-        }
-        match full[after_answer..].find(&self.end_of_turn) {
-            Some(at) if full[after_answer..after_answer + at].trim().is_empty() => {
-                Some(after_answer + at + self.end_of_turn.len())
-            }
-            _ => Some(after_answer),
-        }
+    pub fn tokenize(&self, conversation: &Conversation) -> Result<Outcome> {
+        let supervised = self.render(conversation)?;
+        let encoding = self.encode(&conversation.id, &supervised.text)?;
+        Ok(self.finish(conversation.id.clone(), &encoding, &supervised))
     }
 
-    pub fn encode_rendered(&self, id: String, text: &str, spans: &[Range<usize>]) -> Result<Outcome> {
-        let encoding = self
+    /// The whole row before the length limit and the no-loss check: the rendered text, its ids
+    /// and loss mask (what the parity test compares with transformers).
+    pub fn encode_conversation(&self, conversation: &Conversation) -> Result<Encoded> {
+        let supervised = self.render(conversation)?;
+        let encoding = self.encode(&conversation.id, &supervised.text)?;
+        Ok(Encoded {
+            input_ids: encoding.get_ids().to_vec(),
+            loss_mask: mask(encoding.get_offsets(), &supervised.spans),
+            text: supervised.text,
+            unsupervised_turns: supervised.unsupervised_turns,
+        })
+    }
+
+    /// Tokenizes a batch, encoding the texts in parallel.
+    pub fn tokenize_batch(&self, conversations: &[Conversation]) -> Result<Vec<Outcome>> {
+        let supervised = conversations.iter().map(|c| self.render(c)).collect::<Result<Vec<_>>>()?;
+        let texts: Vec<&str> = supervised.iter().map(|s| s.text.as_str()).collect();
+        let encodings = self
             .tokenizer
-            .encode(text, false)
-            .map_err(|e| Error::Internal(anyhow::anyhow!("tokenizing {id}: {e}")))?;
-        Ok(self.finish(id, encoding.get_ids().to_vec(), encoding.get_offsets(), spans))
+            .encode_batch(texts, false)
+            .map_err(|e| Error::Internal(anyhow::anyhow!("tokenizing a batch: {e}")))?;
+        Ok(encodings
+            .iter()
+            .zip(&supervised)
+            .zip(conversations)
+            .map(|((encoding, supervised), c)| self.finish(c.id.clone(), encoding, supervised))
+            .collect())
     }
 
-    fn finish(
-        &self,
-        id: String,
-        mut input_ids: Vec<u32>,
-        offsets: &[(usize, usize)],
-        spans: &[Range<usize>],
-    ) -> Outcome {
-        let mut loss_mask: Vec<u8> =
-            offsets.iter().map(|&(from, _)| u8::from(spans.iter().any(|s| s.contains(&from)))).collect();
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    fn encode(&self, id: &str, text: &str) -> Result<tokenizers::Encoding> {
+        self.tokenizer
+            .encode(text, false)
+            .map_err(|e| Error::Internal(anyhow::anyhow!("tokenizing {id}: {e}")))
+    }
+
+    fn finish(&self, id: String, encoding: &tokenizers::Encoding, supervised: &Supervised) -> Outcome {
+        let mut input_ids = encoding.get_ids().to_vec();
+        let mut loss_mask = mask(encoding.get_offsets(), &supervised.spans);
         let truncated = input_ids.len() > self.max_length;
         if truncated {
             match self.overlong {
@@ -150,61 +174,44 @@ impl RowTokenizer {
         if !loss_mask.contains(&1) {
             return Outcome::DroppedNoLoss;
         }
-        Outcome::Row(Tokenized { id, input_ids, loss_mask, truncated })
+        Outcome::Row(Tokenized {
+            id,
+            input_ids,
+            loss_mask,
+            truncated,
+            unsupervised_turns: supervised.unsupervised_turns,
+        })
     }
+}
 
-    /// Tokenizes a batch, encoding the texts in parallel.
-    pub fn tokenize_batch(&self, conversations: &[Conversation]) -> Result<Vec<Outcome>> {
-        let mut texts = Vec::with_capacity(conversations.len());
-        let mut spans = Vec::with_capacity(conversations.len());
-        for conversation in conversations {
-            let (text, s) = self.render(conversation)?;
-            texts.push(text);
-            spans.push(s);
+/// transformers' rule (`apply_chat_template`, `return_assistant_tokens_mask`): a token is 1 when
+/// its offsets overlap a span; spans and offsets are both in order, so one pass serves.
+fn mask(offsets: &[(usize, usize)], spans: &[Range<usize>]) -> Vec<u8> {
+    let mut mask = vec![0u8; offsets.len()];
+    let mut span = 0;
+    for (m, &(start, end)) in mask.iter_mut().zip(offsets) {
+        while span < spans.len() && start >= spans[span].end {
+            span += 1;
         }
-        let encodings = self
-            .tokenizer
-            .encode_batch(texts, false)
-            .map_err(|e| Error::Internal(anyhow::anyhow!("tokenizing a batch: {e}")))?;
-        Ok(encodings
-            .into_iter()
-            .zip(spans)
-            .zip(conversations)
-            .map(|((encoding, spans), c)| {
-                self.finish(c.id.clone(), encoding.get_ids().to_vec(), encoding.get_offsets(), &spans)
-            })
-            .collect())
+        if span == spans.len() {
+            break;
+        }
+        if end > spans[span].start {
+            *m = 1;
+        }
     }
-
-    pub fn tokenize(&self, conversation: &Conversation) -> Result<Outcome> {
-        let (text, spans) = self.render(conversation)?;
-        self.encode_rendered(conversation.id.clone(), &text, &spans)
-    }
-
-    pub fn tokenizer(&self) -> &Tokenizer {
-        &self.tokenizer
-    }
+    mask
 }
 
-/// The length in bytes of the longest common prefix, on a character boundary.
-fn common_prefix(a: &str, b: &str) -> usize {
-    a.char_indices().zip(b.chars()).find(|((_, x), y)| x != y).map_or(a.len().min(b.len()), |((at, _), _)| at)
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Renders a one-turn conversation with a marker answer and reads what follows the answer.
-fn probe_end_of_turn(template: &ChatTemplate) -> Result<String> {
-    let turns = [
-        Turn { role: "user".into(), content: "hello".into(), reasoning_content: None },
-        Turn { role: "assistant".into(), content: SENTINEL.into(), reasoning_content: None },
-    ];
-    let text = template.render(&turns, false, None)?;
-    let at = text.rfind(SENTINEL).ok_or_else(|| {
-        Error::invalid("the chat template drops the assistant's answer from the rendered text")
-    })?;
-    let rest = &text[at + SENTINEL.len()..];
-    // The end-of-turn text, up to and including its line break if it has one.
-    Ok(match rest.find('\n') {
-        Some(nl) => rest[..=nl].to_string(),
-        None => rest.to_string(),
-    })
+    #[test]
+    fn tokens_overlapping_a_span_are_supervised() {
+        let offsets = [(0, 2), (2, 5), (5, 6), (6, 9), (9, 9), (9, 12)];
+        assert_eq!(mask(&offsets, std::slice::from_ref(&(3..6))), [0, 1, 1, 0, 0, 0]);
+        // An empty span inside a token still marks it, as in transformers.
+        assert_eq!(mask(&offsets, &[7..7, 9..12]), [0, 0, 0, 1, 0, 1]);
+    }
 }
