@@ -1,7 +1,12 @@
-//! The Endpoints page: register vLLM servers, test the connection, see their models.
+//! The Endpoints page: register vLLM servers, test the connection, see their models, and
+//! watch each server's concurrency limit (shared by the runs on it), its load and its runs.
 
-use crate::{components::time::RelativeTime, users::confirm, AppError};
-use domain::EndpointSummary;
+use crate::{
+    components::{interval::every, time::RelativeTime},
+    users::confirm,
+    AppError,
+};
+use domain::{units::thousands, EndpointSummary};
 use leptos::prelude::*;
 use leptos_meta::Title;
 
@@ -54,8 +59,11 @@ pub fn EndpointsPage() -> impl IntoView {
     let create = ServerAction::<CreateEndpoint>::new();
     let check = ServerAction::<CheckEndpoint>::new();
     let delete = ServerAction::<DeleteEndpoint>::new();
+    // The load and limits change by the second while runs use the servers.
+    let refresh = RwSignal::new(0u64);
+    every(std::time::Duration::from_secs(5), move || refresh.update(|n| *n += 1));
     let endpoints = Resource::new(
-        move || (create.version().get(), check.version().get(), delete.version().get()),
+        move || (create.version().get(), check.version().get(), delete.version().get(), refresh.get()),
         |_| list_endpoints(),
     );
     let last_error = move || {
@@ -94,7 +102,10 @@ pub fn EndpointsPage() -> impl IntoView {
                     }.into_any(),
                     Ok(list) => view! {
                         <table class="data" data-testid="endpoints-table">
-                            <thead><tr><th>"Name"</th><th>"URL"</th><th>"Models (max_model_len)"</th><th>"Last check"</th><th></th></tr></thead>
+                            <thead><tr>
+                                <th>"Name"</th><th>"URL"</th><th>"Models (max_model_len)"</th><th>"Last check"</th>
+                                <th>"Serving"</th><th class="num">"Limit"</th><th>"Load"</th><th>"Runs (share)"</th><th></th>
+                            </tr></thead>
                             <tbody>
                                 {list.into_iter().map(|e| view! { <EndpointRow endpoint=e check delete/> }).collect_view()}
                             </tbody>
@@ -132,12 +143,55 @@ fn EndpointRow(
         (None, Some(at)) => view! { <span class="badge ok">"answers"</span> " " <RelativeTime at/> }.into_any(),
         (None, None) => view! { <span class="muted">"never"</span> }.into_any(),
     };
+    let capacity = endpoint.capacity.clone();
+    let serving = match &capacity {
+        None => view! { <span class="muted" title="No run has used it yet">"—"</span> }.into_any(),
+        Some(c) if c.healthy => view! { <span class="badge ok">"up"</span> }.into_any(),
+        Some(c) => {
+            let why = c.health_reason.clone().unwrap_or_default();
+            view! { <span class="badge bad" title=why.clone()>"down"</span> " " <span class="small">{why}</span> }.into_any()
+        }
+    };
+    let limit = capacity.as_ref().map(|c| {
+        let title =
+            format!("{} (since {})", c.limit_reason, crate::components::time::exact_utc(c.limit_changed_at));
+        view! { <span title=title>{thousands(i64::from(c.limit))}</span> }
+    });
+    let load = capacity.as_ref().and_then(|c| {
+        let observed = c.observed_at?;
+        let parts = [
+            c.running.map(|r| format!("{} running", thousands(i64::from(r)))),
+            c.waiting.map(|w| format!("{} waiting", thousands(i64::from(w)))),
+            c.kv_usage.map(|kv| format!("KV {:.0}%", kv * 100.0)),
+            c.generation_tps.map(|tps| format!("{} tok/s", thousands(tps.round() as i64))),
+        ];
+        let text = parts.into_iter().flatten().collect::<Vec<_>>().join(" · ");
+        Some(view! { <span class="small">{text}</span> " " <RelativeTime at=observed/> })
+    });
+    let runs = if endpoint.runs.is_empty() {
+        view! { <span class="muted">"none"</span> }.into_any()
+    } else {
+        endpoint
+            .runs
+            .iter()
+            .map(|r| {
+                let href = format!("/runs/{}", r.run_id);
+                let title = format!("weight {}{}", r.weight, if r.paused { ", paused" } else { "" });
+                view! { <a href=href title=title>{r.name.clone()}</a> " " <span class="small num">{format!("({})", r.share)}</span> " " }
+            })
+            .collect_view()
+            .into_any()
+    };
     view! {
         <tr data-endpoint=endpoint.name.clone()>
             <td>{endpoint.name.clone()} {endpoint.has_api_key.then(|| view! { <span class="badge">"key"</span> })}</td>
             <td><code>{endpoint.base_url.clone()}</code></td>
             <td>{models}</td>
             <td>{status}</td>
+            <td data-testid="endpoint-serving">{serving}</td>
+            <td class="num" data-testid="endpoint-limit">{limit}</td>
+            <td>{load}</td>
+            <td data-testid="endpoint-runs">{runs}</td>
             <td class="actions">
                 <button class="link" on:click=move |_| { check.dispatch(CheckEndpoint { id }); }>"Test"</button>
                 <button class="link danger" on:click=move |_| {

@@ -19,4 +19,37 @@ pub struct EndpointSummary {
     pub checked_at: Option<OffsetDateTime>,
     pub check_error: Option<String>,
     pub created_at: OffsetDateTime,
+    /// The server's adaptive limit and load as the workers last saw them (none until a run
+    /// has used it).
+    pub capacity: Option<EndpointCapacity>,
+    /// The running and paused runs that use it, with their part of its capacity.
+    pub runs: Vec<EndpointRun>,
+}
+
+/// An endpoint's concurrency limit (shared by the runs on it), whether it serves, and its load.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EndpointCapacity {
+    pub limit: u32,
+    pub limit_reason: String,
+    pub limit_changed_at: OffsetDateTime,
+    pub healthy: bool,
+    /// Why it is down, while it is.
+    pub health_reason: Option<String>,
+    pub running: Option<u32>,
+    pub waiting: Option<u32>,
+    /// 0–1.
+    pub kv_usage: Option<f64>,
+    pub generation_tps: Option<f64>,
+    pub observed_at: Option<OffsetDateTime>,
+}
+
+/// A run using an endpoint.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EndpointRun {
+    pub run_id: i64,
+    pub name: String,
+    pub paused: bool,
+    pub weight: u32,
+    /// Its part of the endpoint's capacity (or its fixed limit).
+    pub share: u32,
 }

@@ -16,6 +16,6 @@ pub mod units;
 pub mod user;
 
 pub use access::{api_access, page_access, PageAccess};
-pub use endpoint::{EndpointSummary, ServedModel};
+pub use endpoint::{EndpointCapacity, EndpointRun, EndpointSummary, ServedModel};
 pub use role::Role;
 pub use user::{UserSummary, Viewer};

@@ -40,6 +40,8 @@ pub struct RunForm {
     pub concurrency_min: String,
     pub concurrency_max: String,
     pub concurrency_fixed: String,
+    /// The run's share of an endpoint's adaptive capacity against other runs on it.
+    pub weight: String,
     pub idle_timeout_secs: String,
     pub deadline_secs: String,
     pub max_attempts: String,
@@ -103,6 +105,7 @@ impl RunForm {
             concurrency_min: "4".into(),
             concurrency_max: "512".into(),
             concurrency_fixed: "64".into(),
+            weight: RunSettings::DEFAULT_WEIGHT.to_string(),
             idle_timeout_secs: RunSettings::DEFAULT_IDLE_TIMEOUT_SECS.to_string(),
             max_attempts: RunSettings::DEFAULT_MAX_ATTEMPTS.to_string(),
             ..Default::default()
@@ -164,6 +167,7 @@ impl RunForm {
                 None
             }
         };
+        let weight = f.required::<u32>(&self.weight, "the weight");
         let idle = f.required::<u32>(&self.idle_timeout_secs, "the idle timeout");
         let deadline = f.optional::<u32>(&self.deadline_secs, "the deadline");
         let attempts = f.required::<u32>(&self.max_attempts, "attempts");
@@ -178,7 +182,8 @@ impl RunForm {
             Some(concurrency),
             Some(idle),
             Some(attempts),
-        ) = (selection, max_tokens, thinking, turns, concurrency, idle, attempts)
+            Some(weight),
+        ) = (selection, max_tokens, thinking, turns, concurrency, idle, attempts, weight)
         else {
             return Err(problems);
         };
@@ -193,6 +198,7 @@ impl RunForm {
             idle_timeout_secs: idle,
             deadline_secs: deadline,
             max_attempts: attempts,
+            weight,
             ..RunSettings::with_defaults(self.model.trim(), self.endpoint_ids.clone(), max_tokens)
         };
         problems.extend(settings.problems());

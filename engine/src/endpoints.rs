@@ -5,8 +5,9 @@ use crate::{
     vllm::{ServedModel, VllmClient},
     Error, Result,
 };
-use domain::EndpointSummary;
+use domain::{generation::RunSettings, EndpointCapacity, EndpointRun, EndpointSummary};
 use sqlx::PgPool;
+use std::collections::HashMap;
 
 pub struct NewEndpoint<'a> {
     pub name: &'a str,
@@ -78,24 +79,76 @@ pub async fn check(pool: &PgPool, http: &reqwest::Client, id: i64) -> Result<End
 
 pub async fn list(pool: &PgPool) -> Result<Vec<EndpointSummary>> {
     let rows = sqlx::query!(
-        r#"SELECT id, name, base_url, api_key IS NOT NULL AS "has_api_key!", models, checked_at, check_error, created_at
-           FROM endpoints ORDER BY name"#
+        r#"SELECT e.id, e.name, e.base_url, e.api_key IS NOT NULL AS "has_api_key!", e.models, e.checked_at,
+                  e.check_error, e.created_at,
+                  c.concurrency_limit AS "concurrency_limit?", c.limit_reason AS "limit_reason?",
+                  c.limit_changed_at AS "limit_changed_at?", c.healthy AS "healthy?", c.health_reason,
+                  c.server_running, c.server_waiting, c.server_kv_usage, c.server_generation_tps, c.observed_at
+           FROM endpoints e LEFT JOIN endpoint_capacity c ON c.endpoint_id = e.id
+           ORDER BY e.name"#
     )
     .fetch_all(pool)
     .await?;
+    let mut runs = runs_by_endpoint(pool).await?;
     Ok(rows
         .into_iter()
-        .map(|r| EndpointSummary {
-            id: r.id,
-            name: r.name,
-            base_url: r.base_url,
-            has_api_key: r.has_api_key,
-            models: parse_models(r.models),
-            checked_at: r.checked_at,
-            check_error: r.check_error,
-            created_at: r.created_at,
+        .map(|r| {
+            let capacity = match (r.concurrency_limit, r.limit_reason, r.limit_changed_at, r.healthy) {
+                (Some(limit), Some(limit_reason), Some(limit_changed_at), Some(healthy)) => {
+                    Some(EndpointCapacity {
+                        limit: limit.max(0) as u32,
+                        limit_reason,
+                        limit_changed_at,
+                        healthy,
+                        health_reason: r.health_reason,
+                        running: r.server_running.map(|v| v.max(0) as u32),
+                        waiting: r.server_waiting.map(|v| v.max(0) as u32),
+                        kv_usage: r.server_kv_usage.map(f64::from),
+                        generation_tps: r.server_generation_tps.map(f64::from),
+                        observed_at: r.observed_at,
+                    })
+                }
+                _ => None,
+            };
+            EndpointSummary {
+                id: r.id,
+                name: r.name,
+                base_url: r.base_url,
+                has_api_key: r.has_api_key,
+                models: parse_models(r.models),
+                checked_at: r.checked_at,
+                check_error: r.check_error,
+                created_at: r.created_at,
+                capacity,
+                runs: runs.remove(&r.id).unwrap_or_default(),
+            }
         })
         .collect())
+}
+
+/// The running and paused runs on each endpoint, with their shares.
+async fn runs_by_endpoint(pool: &PgPool) -> Result<HashMap<i64, Vec<EndpointRun>>> {
+    let rows = sqlx::query!(
+        r#"SELECT re.endpoint_id, r.id, r.name, r.status = 'paused' AS "paused!", r.settings, re.concurrency_limit
+           FROM runs r JOIN run_endpoints re ON re.run_id = r.id
+           WHERE r.status IN ('running', 'paused')
+           ORDER BY r.id"#
+    )
+    .fetch_all(pool)
+    .await?;
+    let mut by_endpoint: HashMap<i64, Vec<EndpointRun>> = HashMap::new();
+    for row in rows {
+        let weight = serde_json::from_value::<RunSettings>(row.settings)
+            .map_or(RunSettings::DEFAULT_WEIGHT, |s| s.weight);
+        by_endpoint.entry(row.endpoint_id).or_default().push(EndpointRun {
+            run_id: row.id,
+            name: row.name,
+            paused: row.paused,
+            weight,
+            share: row.concurrency_limit.max(0) as u32,
+        });
+    }
+    Ok(by_endpoint)
 }
 
 pub async fn get(pool: &PgPool, id: i64) -> Result<EndpointSummary> {

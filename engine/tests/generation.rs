@@ -617,6 +617,7 @@ async fn nul_characters_in_model_output_are_stored_rather_than_refused(pool: sql
         reasoning: Some("think\0ing".into()),
         content: Some("ans\0wer".into()),
         messages: Some(serde_json::json!([{"role": "assistant", "content": "ans\0wer"}])),
+        tokens: None,
     };
     let record = TryRecord { result: "ok", partial_content: Some("a\0".into()), ..Default::default() };
     let settled = queue::settle(&pool, claimed[0].id, worker, Next::Finish(SampleState::Ok), output, record)
@@ -680,4 +681,79 @@ async fn only_samples_being_worked_on_keep_their_leases(pool: sqlx::PgPool) {
     let state_of = |id| states.iter().find(|s| s.0 == id).unwrap().1.clone();
     assert_eq!(state_of(working), "running", "still leased by the worker working on it");
     assert_eq!(state_of(unrecorded), "pending", "back in the queue for any worker");
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn the_servers_token_ids_are_kept_for_every_answer(pool: sqlx::PgPool) {
+    let sim = sim(fast_sim()).await;
+    let by = user(&pool).await;
+    let endpoint = endpoint(&pool, &sim, by).await;
+    let dataset = dataset(&pool, 12).await;
+    let run = create_run(&pool, dataset, settings(vec![endpoint]), by).await;
+    let (stop, worker) = start_worker(&pool);
+    wait_for_status(&pool, run, "completed", Duration::from_secs(30)).await;
+    stop.cancel();
+    worker.await.unwrap().unwrap();
+
+    let rows: Vec<(i64, Option<bool>, i32, i32, Vec<u8>, Vec<u8>, serde_json::Value)> = sqlx::query_as(
+        "SELECT s.id, s.captured_token_ids, s.prompt_tokens, s.completion_tokens, t.prompt_ids, t.completion_ids, r.messages
+         FROM samples s JOIN sample_tokens t ON t.sample_id = s.id AND t.turn = 0 JOIN dataset_rows r ON r.id = s.row_id
+         WHERE s.run_id = $1",
+    )
+    .bind(run)
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(rows.len(), 12);
+    let http = http_client();
+    for (id, captured, prompt_tokens, completion_tokens, prompt, completion, messages) in rows {
+        assert_eq!(captured, Some(true), "sample {id}");
+        let prompt = engine::generation::token_ids::unpack(&prompt).unwrap();
+        let completion = engine::generation::token_ids::unpack(&completion).unwrap();
+        assert_eq!(prompt.len() as i32, prompt_tokens);
+        assert_eq!(completion.len() as i32, completion_tokens);
+        // The prompt's ids are the server's own tokenization of the conversation it was sent.
+        let sent = serde_json::json!([messages[0]]);
+        let tokenized: serde_json::Value = http
+            .post(format!("{}/tokenize", sim.base_url()))
+            .json(&serde_json::json!({"messages": sent, "add_generation_prompt": true}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let expected: Vec<u32> =
+            tokenized["tokens"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as u32).collect();
+        assert_eq!(prompt, expected, "sample {id}");
+    }
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_server_without_token_ids_still_works_and_the_samples_say_so(pool: sqlx::PgPool) {
+    let mut config = fast_sim();
+    config.ignore_return_token_ids = true;
+    let sim = sim(config).await;
+    let by = user(&pool).await;
+    let endpoint = endpoint(&pool, &sim, by).await;
+    let dataset = dataset(&pool, 6).await;
+    let run = create_run(&pool, dataset, settings(vec![endpoint]), by).await;
+    let (stop, worker) = start_worker(&pool);
+    wait_for_status(&pool, run, "completed", Duration::from_secs(30)).await;
+    stop.cancel();
+    worker.await.unwrap().unwrap();
+    let without = count(
+        &pool,
+        "SELECT count(*) FROM samples WHERE run_id = $1 AND state = 'ok' AND captured_token_ids = false",
+        run,
+    )
+    .await;
+    assert_eq!(without, 6);
+    let rows = count(
+        &pool,
+        "SELECT count(*) FROM sample_tokens t JOIN samples s ON s.id = t.sample_id WHERE s.run_id = $1",
+        run,
+    )
+    .await;
+    assert_eq!(rows, 0);
 }

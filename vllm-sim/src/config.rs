@@ -51,6 +51,10 @@ pub struct SimConfig {
     #[arg(long)]
     pub ignore_stream_interval: bool,
 
+    /// Ignore the `return_token_ids` request field, like servers before vLLM 0.10.2.
+    #[arg(long)]
+    pub ignore_return_token_ids: bool,
+
     #[command(flatten)]
     pub faults: FaultSettings,
 }

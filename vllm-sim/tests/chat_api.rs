@@ -312,3 +312,47 @@ async fn models_tokenize_and_health() {
     assert_eq!(health.status(), 200);
     assert!(health.text().await.unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn token_ids_come_with_the_first_chunk_and_each_delta_when_asked_for() {
+    let sim = start(fast_config()).await;
+    let body = json!({
+        "messages": user("Count the tokens."),
+        "stream": true,
+        "stream_options": {"include_usage": true},
+        "stream_interval": 4,
+        "return_token_ids": true,
+    });
+    let chunks = sse_chunks(&chat(&sim, body).await.text().await.unwrap());
+    let prompt: Vec<u64> =
+        chunks[0]["prompt_token_ids"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+    let usage = &chunks.last().unwrap()["usage"];
+    assert_eq!(prompt.len() as u64, usage["prompt_tokens"].as_u64().unwrap());
+    let completion: usize =
+        chunks[1..].iter().filter_map(|c| c["choices"][0]["token_ids"].as_array()).map(Vec::len).sum();
+    assert_eq!(completion as u64, usage["completion_tokens"].as_u64().unwrap(), "one id per token");
+
+    let tokenize = post(
+        &sim,
+        "/tokenize",
+        json!({"messages": user("Count the tokens."), "add_generation_prompt": true}),
+    )
+    .await
+    .json::<Value>()
+    .await
+    .unwrap();
+    let tokenized: Vec<u64> =
+        tokenize["tokens"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+    assert_eq!(prompt, tokenized, "the ids of the prompt as /tokenize gives them");
+
+    let plain = sse_chunks(
+        &chat(&sim, json!({"messages": user("Count the tokens."), "stream": true}))
+            .await
+            .text()
+            .await
+            .unwrap(),
+    );
+    assert!(plain
+        .iter()
+        .all(|c| c.get("prompt_token_ids").is_none() && c["choices"][0].get("token_ids").is_none()));
+}

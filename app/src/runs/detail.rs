@@ -250,7 +250,9 @@ fn SettingsList(snapshot: RunSnapshot) -> impl IntoView {
         (
             "concurrency",
             match s.concurrency {
-                Concurrency::Adaptive { min, max } => format!("adaptive, {min}–{max} per endpoint"),
+                Concurrency::Adaptive { min, max } => {
+                    format!("adaptive, {min}–{max} per endpoint, weight {} on shared endpoints", s.weight)
+                }
                 Concurrency::Fixed { limit } => format!("fixed, {limit} per endpoint"),
             },
         ),

@@ -192,6 +192,8 @@ fn RunFormView(choices: FormChoices) -> impl IntoView {
                         fallback=move || view! { <Field form label="Requests per endpoint" name="concurrency_fixed" kind="number" get=|f| &f.concurrency_fixed set=|f, v| f.concurrency_fixed = v/> }>
                         <Field form label="At least" name="concurrency_min" kind="number" get=|f| &f.concurrency_min set=|f, v| f.concurrency_min = v/>
                         <Field form label="At most" name="concurrency_max" kind="number" get=|f| &f.concurrency_max set=|f, v| f.concurrency_max = v/>
+                        <Field form label="Weight" name="weight" kind="number" get=|f| &f.weight set=|f, v| f.weight = v
+                            hint="against other runs on a shared endpoint"/>
                     </Show>
                 </div>
                 <div class="row">

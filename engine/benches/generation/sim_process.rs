@@ -4,10 +4,8 @@ use std::{
     net::TcpListener,
     path::PathBuf,
     process::{Child, Command, Stdio},
-    sync::{Arc, Mutex},
     time::Duration,
 };
-use tokio_util::sync::CancellationToken;
 
 pub struct SimProcess {
     child: Child,
@@ -33,54 +31,6 @@ impl SimProcess {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         panic!("vllm-sim did not come up");
-    }
-
-    pub async fn stats(&self) -> serde_json::Value {
-        reqwest::get(format!("{}/sim/stats", self.base_url)).await.unwrap().json().await.unwrap()
-    }
-
-    /// Reads the simulator's counters every 25 ms until the recording is finished.
-    pub fn record(&self) -> Recording {
-        let readings: Arc<Mutex<Vec<Reading>>> = Arc::default();
-        let stop = CancellationToken::new();
-        let (url, into, until) = (format!("{}/sim/stats", self.base_url), readings.clone(), stop.clone());
-        tokio::spawn(async move {
-            let http = reqwest::Client::new();
-            while !until.is_cancelled() {
-                if let Ok(stats) = http.get(&url).send().await {
-                    if let Ok(stats) = stats.json::<serde_json::Value>().await {
-                        into.lock().unwrap().push(Reading {
-                            at: epoch_now(),
-                            generated: stats["generation_tokens"].as_f64().unwrap_or(0.0),
-                            running: stats["running"].as_f64().unwrap_or(0.0),
-                        });
-                    }
-                }
-                tokio::time::sleep(Duration::from_millis(25)).await;
-            }
-        });
-        Recording { readings, stop }
-    }
-}
-
-/// One read of the simulator's counters, at wall-clock seconds since the epoch.
-#[derive(Clone, Copy, Debug)]
-pub struct Reading {
-    pub at: f64,
-    /// Tokens generated since start, for any request.
-    pub generated: f64,
-    pub running: f64,
-}
-
-pub struct Recording {
-    readings: Arc<Mutex<Vec<Reading>>>,
-    stop: CancellationToken,
-}
-
-impl Recording {
-    pub fn finish(self) -> Vec<Reading> {
-        self.stop.cancel();
-        std::mem::take(&mut *self.readings.lock().unwrap())
     }
 }
 

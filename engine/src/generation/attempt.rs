@@ -115,6 +115,8 @@ impl Attempt<'_> {
         let mut usage = UsageSum::default();
         let mut first_ttft: Option<Duration> = None;
         let mut last: Option<Completion> = None;
+        // The server's token ids of each request, while every one of them has come with its ids.
+        let mut tokens: Option<Vec<crate::vllm::TokenIds>> = Some(Vec::new());
         let mut outcome = SampleState::Ok;
 
         for step in plan.steps {
@@ -155,6 +157,10 @@ impl Attempt<'_> {
                             return self.failed(sample, failure, started_at, &usage).await;
                         }
                         Ok(state) => {
+                            tokens = tokens.zip(completion.tokens.clone()).map(|(mut all, this)| {
+                                all.push(this);
+                                all
+                            });
                             history.push(ChatMessage {
                                 role: "assistant".into(),
                                 content: completion.content.clone(),
@@ -194,6 +200,7 @@ impl Attempt<'_> {
             reasoning: Some(last.reasoning),
             content: Some(last.content),
             messages: Some(serde_json::to_value(&turns).expect("turns serialize")),
+            tokens,
         };
         let result = TryResult::Finished(outcome);
         self.settle(sample, Next::Finish(outcome), output, record, result, usage.completion).await
@@ -215,6 +222,7 @@ impl Attempt<'_> {
             stream_interval: Some(s.stream_interval),
             stream: true,
             stream_options: StreamOptions { include_usage: true },
+            return_token_ids: true,
         }
     }
 
@@ -245,6 +253,7 @@ impl Attempt<'_> {
             reasoning: Some(failure.partial.reasoning.clone()).filter(|s| !s.is_empty()),
             content: Some(failure.partial.content.clone()).filter(|s| !s.is_empty()),
             messages: None,
+            tokens: None,
         };
         if self.endpoint.judge(&failure).await == Verdict::Outage {
             // Not the sample's fault: back to the queue uncounted, taken again once the

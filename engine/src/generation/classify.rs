@@ -52,6 +52,7 @@ mod tests {
             usage: None,
             ttft: None,
             duration: Duration::ZERO,
+            tokens: None,
         }
     }
 

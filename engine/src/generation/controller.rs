@@ -1,19 +1,37 @@
-//! Adaptive concurrency for one endpoint, run once per second.
+//! Adaptive concurrency for one endpoint, run once per tick.
 //!
 //! Against vLLM, latency is not a congestion signal (a request's time grows with its length)
 //! and the server never sheds load (its queue is unbounded), so RTT- or 429-driven limiters do
-//! not transfer. The controller instead reads the server's scheduler: it grows the limit while
-//! the batch has room (nothing waiting), trims it to "running + a small queue" once requests
-//! wait on two readings in a row (one reading can be a burst of arrivals not yet admitted),
-//! and backs off on preemptions with a full KV cache or on timeouts and server errors.
-//! Past the point where the server's own generation rate stops rising, a bigger batch only
-//! makes each request slower (and fills the KV cache): each increase is checked against that
-//! rate, the mean of three readings under the old limit against three under the new one (the
-//! first reading after a change left out, as it still covers the old limit), and one that did
-//! not raise it by 5% is undone and not tried again for a minute. Averaging matters: a single
-//! reading moves by a few percent with the scrape's own timing, as much as the gain judged.
-//! Without `/metrics` it falls back to the client's own view: time to first token against its
-//! unloaded baseline stands in for the waiting queue.
+//! not transfer. What a vLLM server does as its batch grows is known: its generation rate rises
+//! (on a GPU, sublinearly, until the KV cache is full and the scheduler preempts; on some
+//! servers it flattens much earlier), and once the batch is at `max_num_seqs` more requests
+//! only wait. The controller follows that:
+//!
+//! - **Slow start.** While the server has room (nothing waiting) and the limit is in use, double
+//!   it, and keep doubling while one doubling raises the server's generation rate by a quarter
+//!   or more: a gain that size stands out of a reading's noise, so such a step needs one
+//!   reading, and the ramp to a batch of hundreds takes seconds.
+//! - **Judged growth.** A doubling that shows less is read for longer (five readings) before it
+//!   is judged: kept if it raised the rate by 5% (slow start then ends: the rate is flattening),
+//!   undone otherwise (the rate has flattened: a bigger batch would only make each request
+//!   slower and the run's tail longer), and a marginal gain measured against a single reading
+//!   of the old limit is measured again from there. Afterwards the controller probes a limit
+//!   half again as large every half a minute, judged the same way. (Steps of an eighth judged
+//!   by 5% cannot work: on a server whose rate rises sublinearly they gain 2–4%, inside the
+//!   noise of a reading.)
+//! - **Readings after an increase** are left out until the server holds its requests (they take
+//!   a tick or two to be sent and admitted), and one more; a judged step is judged on the last
+//!   three of its five readings: a wave of prefill dips the generation rate for a while on any
+//!   server, and judged during it every increase would look like a loss.
+//! - **A full batch** (requests waiting on three readings in a row while the running count no
+//!   longer rises; at a run's start every request waits for a step or two) holds the limit at
+//!   what runs plus a small queue, which keeps the batch full as requests finish.
+//! - **Backing off** on a preemption storm (preemptions with the KV cache nearly full) and on
+//!   timeouts or server errors the endpoint's verdicts counted, each followed by a few ticks of
+//!   hold.
+//!
+//! Without `/metrics` the controller falls back to the client's own view: time to first token
+//! against its unloaded baseline stands in for the waiting queue.
 
 use std::collections::VecDeque;
 
@@ -32,10 +50,10 @@ pub struct ServerSignals {
 /// What one tick saw.
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
 pub struct Observation {
-    /// Requests this run has outstanding on the endpoint (all worker processes).
+    /// Requests outstanding on the endpoint under this limit (all worker processes).
     pub outstanding: u32,
     pub server: Option<ServerSignals>,
-    /// Timeouts, 5xx and broken streams since the previous tick.
+    /// Timeouts and server errors counted against samples since the previous tick.
     pub failures: u32,
     /// Median time to first token of the requests that started streaming this tick.
     pub ttft_p50: Option<f64>,
@@ -48,91 +66,166 @@ pub struct Decision {
     pub changed: bool,
 }
 
-#[derive(Clone, Debug)]
-pub struct Controller {
-    limit: u32,
-    min: u32,
-    max: u32,
-    /// Ticks to hold after a decrease before growing again.
-    hold: u32,
-    /// Doubling until the first sign of a full server (like TCP's slow start), then +1/8.
-    slow_start: bool,
-    /// Lowest time to first token seen (EWMA of quiet periods), the no-queue baseline.
-    ttft_baseline: Option<f64>,
-    /// The server's generation rate under the current limit.
-    rates: RateReadings,
-    /// The last increase, judged by the server's generation rate once it has settled.
-    trial: Option<Trial>,
-    /// A limit that growing past did not pay, and the ticks until it may be tried again.
-    ceiling: Option<(u32, u32)>,
-    /// Ticks observed so far.
-    ticks: u32,
-    /// Consecutive ticks with more than a small queue waiting on the server.
-    queued_ticks: u32,
-    /// Consecutive ticks with `/metrics` but no generation rate (the first scrape, or scrapes
-    /// slower than a tick).
-    ticks_without_rate: u32,
+/// A doubling in slow start is kept on one reading when it raises the rate this much.
+const CLEAR_GAIN: f64 = 1.25;
+/// A judged increase is kept when it raises the rate this much.
+const WORTH_GROWING: f64 = 1.05;
+/// A judged gain below this, measured against fewer than `BEFORE_READINGS` readings of the old
+/// limit, is measured again.
+const MARGINAL_GAIN: f64 = 1.12;
+/// Readings a judged increase is read for, and how many of the last of them are judged.
+const JUDGED_READINGS: usize = 5;
+const JUDGED_TAIL: usize = 3;
+/// Readings of the old limit that make a trustworthy "before".
+const BEFORE_READINGS: usize = 3;
+/// Readings kept under one limit.
+const KEPT_READINGS: usize = 8;
+/// Readings after an increase left out at most, waiting for its requests to arrive.
+const MOST_SKIPPED: u32 = 10;
+/// Ticks to hold after a decrease before growing again.
+const HOLD_TICKS: u32 = 3;
+/// Ticks between probes for more once slow start has ended.
+const PROBE_EVERY: u32 = 30;
+/// Ticks before a limit that did not pay may be tried again.
+const CEILING_TICKS: u32 = 120;
+/// Ticks to wait for a first `/metrics` reading (or a first generation rate) before growing
+/// without it.
+const FIRST_SCRAPE_TICKS: u32 = 3;
+/// Readings with a queue, the running count not rising, that make a full batch.
+const FULL_BATCH_READINGS: u32 = 3;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Growth {
+    /// Doubling while each doubling pays.
+    SlowStart,
+    /// Probing for more now and then, each probe judged.
+    Probing,
 }
 
-/// An increase from `from`, made while the server generated `before` tokens/s.
+/// An increase from `from`, made while the server generated `before` tokens/s (the mean of
+/// `before_readings` readings).
 #[derive(Clone, Copy, Debug)]
 struct Trial {
     from: u32,
     before: f64,
-    /// Ticks since the increase.
-    ticks: u32,
+    before_readings: usize,
+    /// Judged on `JUDGED_READINGS` readings, not on one against `CLEAR_GAIN`.
+    judged: bool,
 }
 
-/// The last `RATE_READINGS` readings of the server's generation rate under one limit.
+/// A limit not to grow past for a while.
+#[derive(Clone, Copy, Debug)]
+struct Ceiling {
+    limit: u32,
+    ticks: u32,
+    why: &'static str,
+}
+
+/// The readings of the server's generation rate under the current limit.
 #[derive(Clone, Debug)]
 struct RateReadings {
     values: VecDeque<f64>,
-    /// `/metrics` is read on its own clock, so the first reading after a change of limit
-    /// still covers mostly the old one: it is left out.
-    skip_next: bool,
+    skip: Skip,
+}
+
+/// Readings still to leave out.
+#[derive(Clone, Copy, Debug)]
+enum Skip {
+    None,
+    /// The next reading: the first after a change covers the old limit (or the start-up).
+    Next,
+    /// Readings until the server holds this many requests (running and waiting), at most
+    /// `left` more, then the next: after an increase, its requests take a tick or two to be
+    /// sent and admitted, and their prefill to end.
+    Arrival {
+        requests: f64,
+        left: u32,
+    },
 }
 
 impl RateReadings {
-    /// The first reading of a run covers its start-up: it is left out too.
     fn new() -> Self {
-        Self { values: VecDeque::with_capacity(RATE_READINGS), skip_next: true }
+        Self { values: VecDeque::with_capacity(KEPT_READINGS), skip: Skip::Next }
     }
 
-    fn push(&mut self, reading: Option<f64>) {
-        let Some(tps) = reading else { return };
-        if std::mem::take(&mut self.skip_next) {
-            return;
+    /// `present` is the requests the server holds (running and waiting).
+    fn push(&mut self, generation: Option<f64>, present: f64) {
+        let Some(tps) = generation else { return };
+        match self.skip {
+            Skip::None => {}
+            Skip::Next => {
+                self.skip = Skip::None;
+                return;
+            }
+            Skip::Arrival { requests, left } => {
+                self.skip = if present >= requests || left == 0 {
+                    Skip::Next
+                } else {
+                    Skip::Arrival { requests, left: left - 1 }
+                };
+                return;
+            }
         }
-        if self.values.len() == RATE_READINGS {
+        if self.values.len() == KEPT_READINGS {
             self.values.pop_front();
         }
         self.values.push_back(tps);
     }
 
-    /// Forgets the readings: the limit changed.
-    fn restart(&mut self) {
+    /// The limit changed to `limit`: earlier readings say nothing about it. After an increase,
+    /// readings wait for its requests to arrive.
+    fn restart(&mut self, increased_to: Option<u32>) {
         self.values.clear();
-        self.skip_next = true;
+        self.skip = match increased_to {
+            Some(limit) => Skip::Arrival { requests: f64::from(limit) * 0.9, left: MOST_SKIPPED },
+            None => Skip::Next,
+        };
     }
 
-    /// Their mean, once there are `RATE_READINGS` of them.
-    fn settled(&self) -> Option<f64> {
-        (self.values.len() == RATE_READINGS).then(|| self.values.iter().sum::<f64>() / RATE_READINGS as f64)
+    fn count(&self) -> usize {
+        self.values.len()
+    }
+
+    /// The mean of the last `n` readings (fewer if there are fewer).
+    fn mean_of_last(&self, n: usize) -> Option<f64> {
+        let take = self.values.len().min(n);
+        (take > 0).then(|| self.values.iter().rev().take(take).sum::<f64>() / take as f64)
+    }
+
+    fn mean(&self) -> Option<f64> {
+        self.mean_of_last(KEPT_READINGS)
     }
 }
 
-const HOLD_TICKS: u32 = 3;
-/// An increase must raise the server's generation rate by this factor to be kept.
-const WORTH_GROWING: f64 = 1.05;
-/// Ticks before a limit that did not pay is tried again (the workload may have changed).
-const CEILING_TICKS: u32 = 60;
-/// Ticks to wait for a first `/metrics` reading (or a first generation rate) before growing
-/// without it.
-const FIRST_SCRAPE_TICKS: u32 = 3;
-/// Readings of the server's generation rate averaged on each side of an increase.
-const RATE_READINGS: usize = 3;
-/// Ticks to wait for those readings before dropping a trial (the scrapes have stopped).
-const TRIAL_TICKS: u32 = 3 * RATE_READINGS as u32;
+#[derive(Clone, Debug)]
+pub struct Controller {
+    limit: u32,
+    min: u32,
+    max: u32,
+    growth: Growth,
+    /// Ticks left holding after a decrease.
+    hold: u32,
+    /// Lowest time to first token seen (EWMA of quiet periods), the no-queue baseline.
+    ttft_baseline: Option<f64>,
+    rates: RateReadings,
+    trial: Option<Trial>,
+    /// A doubling that showed a marginal gain against a single reading, to be judged again
+    /// once the rate under the limit it was undone to has been read enough.
+    rejudge: Option<u32>,
+    /// A limit that growing past did not pay, and the ticks until it may be tried again.
+    ceiling: Option<Ceiling>,
+    /// Ticks since the last increase (for the probes once slow start has ended).
+    since_growth: u32,
+    /// Ticks observed so far.
+    ticks: u32,
+    /// Consecutive readings with more than a small queue while the running count did not rise.
+    queued_readings: u32,
+    /// The running count at the previous reading.
+    last_running: f64,
+    /// Consecutive ticks with `/metrics` but no generation rate (the first scrape, or scrapes
+    /// slower than a tick).
+    ticks_without_rate: u32,
+}
 
 impl Controller {
     pub fn new(initial: u32, min: u32, max: u32) -> Self {
@@ -140,14 +233,17 @@ impl Controller {
             limit: initial.clamp(min, max),
             min,
             max,
+            growth: Growth::SlowStart,
             hold: 0,
-            slow_start: true,
             ttft_baseline: None,
             rates: RateReadings::new(),
             trial: None,
+            rejudge: None,
             ceiling: None,
+            since_growth: 0,
             ticks: 0,
-            queued_ticks: 0,
+            queued_readings: 0,
+            last_running: 0.0,
             ticks_without_rate: 0,
         }
     }
@@ -169,15 +265,16 @@ impl Controller {
         let limit = limit.clamp(self.min, self.max);
         if limit != self.limit {
             self.trial = None;
-            self.rates.restart();
+            self.rates.restart(None);
         }
         self.limit = limit;
     }
 
     pub fn observe(&mut self, obs: Observation) -> Decision {
         self.ticks += 1;
+        self.since_growth += 1;
         self.hold = self.hold.saturating_sub(1);
-        self.ceiling = self.ceiling.and_then(|(limit, ticks)| (ticks > 1).then(|| (limit, ticks - 1)));
+        self.ceiling = self.ceiling.filter(|c| c.ticks > 1).map(|c| Ceiling { ticks: c.ticks - 1, ..c });
         let (target, reason) = match obs.server {
             Some(server) => self.with_server(obs, server),
             None => self.without_server(obs),
@@ -186,11 +283,14 @@ impl Controller {
         let changed = target != self.limit;
         if target < self.limit {
             self.hold = HOLD_TICKS;
-            self.slow_start = false;
+            self.growth = Growth::Probing;
+            self.trial = None;
+        }
+        if target > self.limit {
+            self.since_growth = 0;
         }
         if changed {
-            // Readings taken under the old limit say nothing about the new one.
-            self.rates.restart();
+            self.rates.restart((target > self.limit).then_some(target));
         }
         self.limit = target;
         Decision { limit: target, reason, changed }
@@ -200,107 +300,181 @@ impl Controller {
         ((self.limit as f64 * factor).floor() as u32).min(self.limit.saturating_sub(1)).max(1)
     }
 
-    fn increase(&self) -> u32 {
-        if self.slow_start {
-            self.limit * 2
-        } else {
-            self.limit + (self.limit / 8).max(1)
-        }
-    }
-
     /// Using (nearly) all of the limit: only then does growing it change anything.
     fn saturated(&self, outstanding: u32) -> bool {
         outstanding as f64 >= self.limit as f64 * 0.9
     }
 
     fn with_server(&mut self, obs: Observation, s: ServerSignals) -> (u32, String) {
-        self.rates.push(s.generation_tps);
+        self.rates.push(s.generation_tps, s.running + s.waiting);
         self.ticks_without_rate = if s.generation_tps.is_some() { 0 } else { self.ticks_without_rate + 1 };
-        let queue_target = (s.running / 16.0).max(2.0);
-        self.queued_ticks = if s.waiting > queue_target * 2.0 { self.queued_ticks + 1 } else { 0 };
+        let queue_target = (s.running / 8.0).max(4.0);
+        // New requests wait until a step admits them (at a run's start, every one of them), so a
+        // queue alone is not a full batch: it must last while the running count stops rising.
+        let running_rose = s.running > self.last_running * 1.02 + 0.5;
+        self.queued_readings =
+            if s.waiting > queue_target * 2.0 && !running_rose { self.queued_readings + 1 } else { 0 };
+        self.last_running = s.running;
         if obs.failures > 0 {
             return (
                 self.decrease(0.8),
                 format!("{} timeouts or server errors in the last second", obs.failures),
             );
         }
-        if s.new_preemptions > 0.0 && s.kv_usage >= 0.9 {
+        // The KV cache is full and the scheduler evicts running requests to recompute them
+        // later. A lower limit takes effect only as requests finish (the running ones keep
+        // growing their contexts meanwhile), so one cut, to below what ran, then wait until the
+        // requests outstanding are within the new limit before judging again.
+        if s.new_preemptions > 0.0 && s.kv_usage >= 0.9 && self.hold == 0 && obs.outstanding <= self.limit {
+            self.growth = Growth::Probing;
+            let below_running = (s.running * 0.9).floor() as u32;
+            self.ceiling = Some(Ceiling {
+                limit: below_running.max(1),
+                ticks: CEILING_TICKS,
+                why: "filled the KV cache until it preempted",
+            });
             return (
-                self.decrease(0.9),
+                below_running.min(self.decrease(0.9)),
                 format!(
-                    "server preempted {} requests with the KV cache {:.0}% full",
+                    "server preempted {} requests with the KV cache {:.0}% full ({:.0} running)",
                     s.new_preemptions,
-                    s.kv_usage * 100.0
+                    s.kv_usage * 100.0,
+                    s.running
                 ),
             );
         }
-        if let Some(verdict) = self.judge_trial() {
-            return verdict;
-        }
-        // New requests wait until the next step admits them, so one reading with a queue can be
-        // a burst of arrivals (every request of a run's start); a full batch keeps its queue.
-        if self.queued_ticks >= 2 {
-            self.slow_start = false;
-            // The batch is full: keep a small queue so it stays full, no more.
-            let target = (s.running + queue_target).round() as u32;
-            let target = target.min(self.limit);
+        if self.queued_readings >= FULL_BATCH_READINGS {
+            self.growth = Growth::Probing;
+            self.trial = None;
+            self.rejudge = None;
+            // The batch is full: keep a small queue so it stays full, no more; more would only
+            // wait, so probes stay below this for a while.
+            let target = ((s.running + queue_target).round() as u32).min(self.limit);
+            self.ceiling = Some(Ceiling {
+                limit: target,
+                ticks: CEILING_TICKS,
+                why: "only waited in the server's queue",
+            });
             return (
                 target,
                 format!("server batch is full: {:.0} running, {:.0} waiting", s.running, s.waiting),
             );
         }
-        if self.hold == 0 && self.saturated(obs.outstanding) && s.waiting <= queue_target && s.kv_usage < 0.95
-        {
-            if self.rates.settled().is_none() && self.ticks_without_rate < FIRST_SCRAPE_TICKS {
-                // Too few readings under this limit to judge a bigger one against. (A server
-                // without the counter reads 0 tokens/s throughout, and every increase passes;
-                // with no rate at all for a while, growth goes on unjudged.)
-                return (self.limit, "measuring the server's generation rate before growing".to_string());
-            }
-            if let Some((ceiling, ticks)) = self.ceiling {
-                if self.limit >= ceiling {
-                    return (
-                        self.limit,
-                        format!("steady: a higher limit did not raise the server's generation rate (next try in {ticks} s)"),
-                    );
-                }
-            }
-            self.trial = self.rates.settled().map(|before| Trial { from: self.limit, before, ticks: 0 });
+        if let Some(verdict) = self.judge_trial() {
+            return verdict;
+        }
+        let room = self.saturated(obs.outstanding) && s.waiting <= queue_target && s.kv_usage < 0.95;
+        if self.hold > 0 || !room {
+            return (self.limit, "steady".to_string());
+        }
+        if let Some(ceiling) = self.ceiling.filter(|c| self.limit >= c.limit) {
             return (
-                self.increase(),
+                self.limit,
                 format!(
-                    "server has room: {:.0} running, {:.0} waiting, KV cache {:.0}%",
-                    s.running,
-                    s.waiting,
-                    s.kv_usage * 100.0
+                    "steady: more than {} {} (next try in {} ticks)",
+                    ceiling.limit, ceiling.why, ceiling.ticks
                 ),
             );
         }
-        (self.limit, "steady".to_string())
+        if let Some(next) = self.rejudge {
+            if self.rates.count() < BEFORE_READINGS {
+                return (
+                    self.limit,
+                    format!("measuring the server's generation rate again before judging {next}"),
+                );
+            }
+            self.rejudge = None;
+            self.trial = Some(self.trial_from_here(true));
+            return (next, format!("judging {next} against {} by the server's generation rate", self.limit));
+        }
+        if self.growth == Growth::Probing && self.since_growth < PROBE_EVERY {
+            return (self.limit, "steady".to_string());
+        }
+        if self.rates.count() == 0 && self.ticks_without_rate < FIRST_SCRAPE_TICKS {
+            // No reading under this limit yet to judge a bigger one against. (A server whose
+            // /metrics has no generation counter never gives one: growth then goes on unjudged.)
+            return (self.limit, "measuring the server's generation rate before growing".to_string());
+        }
+        let (next, judged) = match self.growth {
+            Growth::SlowStart => (self.limit.saturating_mul(2), false),
+            Growth::Probing => (self.limit + (self.limit / 2).max(1), true),
+        };
+        self.trial = Some(self.trial_from_here(judged));
+        (
+            next,
+            format!(
+                "server has room: {:.0} running, {:.0} waiting, KV cache {:.0}%",
+                s.running,
+                s.waiting,
+                s.kv_usage * 100.0
+            ),
+        )
     }
 
-    /// Follows the last increase; once the rate under the new limit has settled, keeps it
-    /// (`None`) or undoes it when it did not raise the rate by `WORTH_GROWING`. Holds the limit
-    /// while judging.
+    /// A trial of an increase from the current limit, against the readings under it.
+    fn trial_from_here(&self, judged: bool) -> Trial {
+        Trial {
+            from: self.limit,
+            before: self.rates.mean().unwrap_or(0.0),
+            before_readings: self.rates.count(),
+            judged,
+        }
+    }
+
+    /// Follows the last increase: keeps it (`None`), holds while its readings come in, or
+    /// undoes it when it did not pay.
     fn judge_trial(&mut self) -> Option<(u32, String)> {
         let mut trial = self.trial.take()?;
-        trial.ticks += 1;
-        let Some(after) = self.rates.settled() else {
-            // Drop the trial if the readings have stopped coming.
-            if trial.ticks <= TRIAL_TICKS {
-                self.trial = Some(trial);
-                return Some((
-                    self.limit,
-                    "judging the last increase by the server's generation rate".to_string(),
-                ));
-            }
-            return None;
-        };
-        if after >= trial.before * WORTH_GROWING || trial.from >= self.limit {
+        if trial.from >= self.limit || trial.before <= 0.0 {
+            // Nothing to judge: the limit went down since, or there was no rate to compare.
             return None;
         }
-        self.slow_start = false;
-        self.ceiling = Some((trial.from, CEILING_TICKS));
+        let judging =
+            || Some((self.limit, "judging the last increase by the server's generation rate".to_string()));
+        if !trial.judged {
+            let Some(first) = self.rates.mean_of_last(1) else {
+                self.trial = Some(trial);
+                return judging();
+            };
+            if first >= trial.before * CLEAR_GAIN {
+                return None; // slow start goes on
+            }
+            // Less than a clear gain on one reading: read this limit for longer.
+            trial.judged = true;
+        }
+        if self.rates.count() < JUDGED_READINGS {
+            self.trial = Some(trial);
+            return judging();
+        }
+        // The last of them: a transient after the change (a wave of prefill, completions that
+        // came together) dips the first ones on any server.
+        let after = self.rates.mean_of_last(JUDGED_TAIL).expect("enough readings");
+        let gain = after / trial.before;
+        if gain >= CLEAR_GAIN && self.growth == Growth::SlowStart {
+            return None; // a slow reading, not a flattening rate: slow start goes on
+        }
+        self.growth = Growth::Probing;
+        if gain >= WORTH_GROWING && (gain >= MARGINAL_GAIN || trial.before_readings >= BEFORE_READINGS) {
+            return None;
+        }
+        if gain >= WORTH_GROWING {
+            // A marginal gain against a single reading of the old limit: measure it properly.
+            self.rejudge = Some(self.limit);
+            return Some((
+                trial.from,
+                format!(
+                    "{} raised the server's generation rate by only {:.0}% over {}; measuring again to judge it",
+                    self.limit,
+                    (gain - 1.0) * 100.0,
+                    trial.from
+                ),
+            ));
+        }
+        self.ceiling = Some(Ceiling {
+            limit: trial.from,
+            ticks: CEILING_TICKS,
+            why: "did not raise the server's generation rate",
+        });
         Some((
             trial.from,
             format!(
@@ -334,7 +508,11 @@ impl Controller {
                 // The first scrape may simply not have come back yet.
                 return (self.limit, "waiting for the server's first /metrics reading".to_string());
             }
-            return (self.increase(), "requests start promptly; probing for more (no /metrics)".to_string());
+            let next = match self.growth {
+                Growth::SlowStart => self.limit.saturating_mul(2),
+                Growth::Probing => self.limit + (self.limit / 8).max(1),
+            };
+            return (next, "requests start promptly; probing for more (no /metrics)".to_string());
         }
         (self.limit, "steady (no /metrics)".to_string())
     }
@@ -354,40 +532,16 @@ mod tests {
         })
     }
 
-    /// A toy server with `max_seqs` batch slots: everything above it waits.
-    fn run_against(max_seqs: u32, ticks: usize) -> Controller {
-        let mut c = Controller::new(8, 1, 1024);
-        for _ in 0..ticks {
-            let outstanding = c.limit();
-            let running = outstanding.min(max_seqs) as f64;
-            let waiting = outstanding.saturating_sub(max_seqs) as f64;
-            c.observe(Observation {
-                outstanding,
-                server: server(running, waiting, 0.5, 0.0),
-                ..Default::default()
-            });
-        }
-        c
-    }
-
-    #[test]
-    fn converges_to_a_full_batch_with_a_small_queue() {
-        let c = run_against(200, 120);
-        assert!((200..=240).contains(&c.limit()), "limit {}", c.limit());
-        let c = run_against(32, 80);
-        assert!((32..=40).contains(&c.limit()), "limit {}", c.limit());
-    }
-
-    /// A server whose generation rate stops rising at `knee` running sequences (each runs at
-    /// 60 tokens/s alone; together they share 60 × knee).
-    fn run_against_knee(knee: u32, max_seqs: u32, ticks: usize) -> Vec<Decision> {
-        run_against_jittery_knee(knee, max_seqs, ticks, &[1.0])
-    }
-
-    /// The same, with each reading of the rate off by the next factor of `jitter` (cycled), as
-    /// the timing of real scrapes makes it.
-    fn run_against_jittery_knee(knee: u32, max_seqs: u32, ticks: usize, jitter: &[f64]) -> Vec<Decision> {
-        let mut c = Controller::new(4, 1, 1024);
+    /// A toy server with `max_seqs` batch slots (everything above waits) whose generation rate
+    /// at `n` running is `rate(n)`, each reading off by the next factor of `jitter` (cycled).
+    fn run_against(
+        max_seqs: u32,
+        ticks: usize,
+        start: u32,
+        rate: impl Fn(f64) -> f64,
+        jitter: &[f64],
+    ) -> Vec<Decision> {
+        let mut c = Controller::new(start, 1, 1024);
         (0..ticks)
             .map(|tick| {
                 let outstanding = c.limit();
@@ -395,99 +549,80 @@ mod tests {
                 let mut signals =
                     server(running as f64, outstanding.saturating_sub(max_seqs) as f64, 0.3, 0.0);
                 if let Some(s) = signals.as_mut() {
-                    s.generation_tps = Some(60.0 * running.min(knee) as f64 * jitter[tick % jitter.len()]);
+                    s.generation_tps = Some(rate(running as f64) * jitter[tick % jitter.len()]);
                 }
                 c.observe(Observation { outstanding, server: signals, ..Default::default() })
             })
             .collect()
     }
 
+    /// Flat past a knee: each sequence runs at 60 tokens/s alone, all share 60 × knee.
+    fn knee(knee: f64) -> impl Fn(f64) -> f64 {
+        move |n: f64| 60.0 * n.min(knee)
+    }
+
+    /// A GPU-like server: a step costs 32.5 ms plus 0.48 ms per sequence.
+    fn affine(n: f64) -> f64 {
+        n / (0.0325 + 0.00048 * n)
+    }
+
     #[test]
-    fn growth_stops_where_the_servers_generation_rate_stops_rising() {
-        let decisions = run_against_knee(25, 200, 40);
+    fn slow_start_doubles_while_each_doubling_clearly_pays() {
+        // A rate that rises all the way: 16 → 32 → 64 → 128 → 256, one reading each.
+        let decisions = run_against(1024, 12, 16, affine, &[1.0]);
+        let limits: Vec<u32> = decisions.iter().filter(|d| d.changed).map(|d| d.limit).collect();
+        assert_eq!(limits[..4], [32, 64, 128, 256], "{decisions:#?}");
+        let at_256 = decisions.iter().position(|d| d.limit == 256).unwrap();
+        assert!(at_256 <= 13, "256 reached on tick {at_256}: {decisions:#?}");
+    }
+
+    #[test]
+    fn growth_stops_where_the_servers_rate_flattens() {
+        let decisions = run_against(200, 60, 16, knee(25.0), &[1.0]);
         let last = decisions.last().unwrap();
-        // 4, 8, 16, 32 raise the rate; 64 does not and is undone (each judged by three
-        // readings after the first).
+        // 16 → 32 raises the rate by 56%; 64 does not raise it at all and is undone.
         assert_eq!(last.limit, 32, "{decisions:#?}");
-        let undo = decisions
-            .iter()
-            .find(|d| d.changed && d.reason.contains("did not raise"))
-            .expect("an undone increase");
+        let undo = decisions.iter().find(|d| d.reason.contains("did not raise")).expect("an undone increase");
         assert!(
             undo.reason.contains("64 did not raise the server's generation rate over 32"),
             "{}",
             undo.reason
         );
-        assert!(last.reason.contains("next try in"), "{}", last.reason);
-        // A minute later it tries again (a smaller step now), and is undone again.
-        let decisions = run_against_knee(25, 200, 90);
-        assert_eq!(decisions.last().unwrap().limit, 32);
-        let undone: Vec<_> =
-            decisions.iter().filter(|d| d.changed && d.reason.contains("did not raise")).collect();
-        assert_eq!(undone.len(), 2, "{undone:#?}");
-        assert!(undone[1].reason.starts_with("36 did not raise"), "{}", undone[1].reason);
+        let settled_by = decisions.iter().rposition(|d| d.changed).unwrap();
+        assert!(settled_by < 16, "settled on tick {settled_by}");
     }
 
     #[test]
-    fn a_jittery_rate_reading_does_not_keep_an_increase_past_the_knee() {
-        // Readings off by up to 6% either way: one reading against another can show a 13% gain
-        // where there is none.
-        let jitter = [0.94, 1.0, 1.06, 1.03, 0.97];
+    fn a_sublinear_rate_keeps_growing_until_the_batch_is_full() {
+        // The affine server with 256 batch slots: the rate still rises at 200.
+        let decisions = run_against(256, 200, 16, affine, &[1.0]);
+        let last = decisions.last().unwrap();
+        assert!((256..=300).contains(&last.limit), "{decisions:#?}");
+        assert!(decisions.iter().all(|d| !d.reason.contains("did not raise")), "{decisions:#?}");
+    }
+
+    #[test]
+    fn noisy_readings_neither_stop_a_rising_rate_nor_keep_growth_past_a_knee() {
+        // Readings off by up to 5% either way, in every order.
+        let jitter = [0.95, 1.0, 1.05, 1.02, 0.98];
         for offset in 0..jitter.len() {
             let jitter: Vec<f64> = jitter.iter().cycle().skip(offset).take(jitter.len()).copied().collect();
-            let decisions = run_against_jittery_knee(25, 200, 300, &jitter);
-            let kept_above_knee = decisions
-                .windows(2)
-                .filter(|pair| pair[0].limit > 32 && pair[1].reason.starts_with("server has room"))
-                .count();
-            assert_eq!(kept_above_knee, 0, "jitter {jitter:?}: {decisions:#?}");
-            assert_eq!(decisions.last().unwrap().limit, 32, "jitter {jitter:?}");
+            let flat = run_against(200, 300, 16, knee(25.0), &jitter);
+            let kept_past_knee = flat.iter().filter(|d| d.limit > 48).count();
+            assert!(kept_past_knee <= 30, "jitter {jitter:?}: {flat:#?}");
+            assert!(flat.last().unwrap().limit <= 48, "jitter {jitter:?}: {:?}", flat.last());
+            let rising = run_against(256, 300, 16, affine, &jitter);
+            assert!(rising.last().unwrap().limit >= 256, "jitter {jitter:?}: {rising:#?}");
         }
     }
 
     #[test]
-    fn the_first_increase_waits_for_settled_readings_of_the_server() {
-        let mut c = Controller::new(16, 1, 1024);
-        let at_16 = || {
-            let mut signals = server(16.0, 0.0, 0.1, 0.0);
-            signals.as_mut().unwrap().generation_tps = Some(960.0);
-            Observation { outstanding: 16, server: signals, ..Default::default() }
-        };
-        // The first scrape has not come back; then one from before the requests arrived.
-        assert_eq!(c.observe(Observation { outstanding: 16, ..Default::default() }).limit, 16);
-        let d = c.observe(Observation {
-            outstanding: 16,
-            server: server(0.0, 0.0, 0.0, 0.0),
-            ..Default::default()
-        });
-        assert_eq!(d.limit, 16, "{d:?}");
-        // The first rate covers the start-up and is left out; three more make a baseline.
-        for _ in 0..3 {
-            let d = c.observe(at_16());
-            assert_eq!(d.limit, 16, "{d:?}");
-            assert!(d.reason.contains("measuring"), "{}", d.reason);
-        }
-        let d = c.observe(at_16());
-        assert_eq!(d.limit, 32, "{d:?}");
-    }
-
-    #[test]
-    fn a_rate_that_keeps_rising_grows_to_a_full_batch() {
-        let decisions = run_against_knee(10_000, 200, 120);
-        let limit = decisions.last().unwrap().limit;
-        assert!((200..=240).contains(&limit), "limit {limit}");
-    }
-
-    #[test]
-    fn a_growing_queue_trims_the_limit_and_says_why() {
-        let mut c = Controller::new(300, 1, 1024);
-        let full =
-            Observation { outstanding: 300, server: server(200.0, 100.0, 0.8, 0.0), ..Default::default() };
-        // One reading could be a burst of arrivals; the second confirms the queue.
-        assert_eq!(c.observe(full).limit, 300);
-        let d = c.observe(full);
-        assert!(d.changed && d.limit < 300 && d.limit >= 200, "{d:?}");
-        assert!(d.reason.contains("200 running, 100 waiting"), "{}", d.reason);
+    fn a_full_batch_holds_a_small_queue_and_says_why() {
+        // 64 slots, the rate still rising below them: grows to 128, then trims to 64 + a queue.
+        let decisions = run_against(64, 40, 16, affine, &[1.0]);
+        let last = decisions.last().unwrap();
+        assert!((68..=80).contains(&last.limit), "{decisions:#?}");
+        assert!(decisions.iter().any(|d| d.reason.contains("64 running, 64 waiting")), "{decisions:#?}");
     }
 
     #[test]
@@ -510,34 +645,112 @@ mod tests {
     }
 
     #[test]
-    fn preemption_with_a_full_cache_backs_off_and_holds() {
-        let mut c = Controller::new(100, 1, 1024);
+    fn requests_waiting_at_a_runs_start_while_the_batch_fills_are_not_a_full_batch() {
+        let mut c = Controller::new(16, 1, 1024);
+        for running in [0.0, 4.0, 10.0, 16.0] {
+            let d = c.observe(Observation {
+                outstanding: 16,
+                server: server(running, 16.0 - running, 0.1, 0.0),
+                ..Default::default()
+            });
+            assert!(!d.reason.contains("batch is full"), "{d:?}");
+        }
+    }
+
+    #[test]
+    fn readings_before_an_increase_arrives_and_during_its_prefill_are_left_out() {
+        // A server whose rate doubles with the batch, but whose generation dips to a third for
+        // four readings after each increase while the new requests arrive and are prefilled.
+        let mut c = Controller::new(16, 1, 1024);
+        let mut since_change = 0;
+        let mut decisions = Vec::new();
+        for _ in 0..24 {
+            let limit = c.limit();
+            // The new requests reach the server two ticks after the increase.
+            let arrived = if since_change < 2 && limit > 16 { limit / 2 } else { limit };
+            let prefilling = since_change < 4 && limit > 16;
+            let mut signals = server(arrived as f64, 0.0, 0.2, 0.0);
+            if let Some(s) = signals.as_mut() {
+                s.generation_tps = Some(60.0 * arrived as f64 / if prefilling { 3.0 } else { 1.0 });
+            }
+            let d = c.observe(Observation { outstanding: limit, server: signals, ..Default::default() });
+            since_change = if d.changed { 0 } else { since_change + 1 };
+            decisions.push(d);
+        }
+        assert!(decisions.iter().all(|d| !d.reason.contains("did not raise")), "{decisions:#?}");
+        assert!(c.limit() >= 64, "{decisions:#?}");
+    }
+
+    #[test]
+    fn the_first_increase_waits_for_a_reading_after_the_start_up() {
+        let mut c = Controller::new(16, 1, 1024);
+        let at_16 = || {
+            let mut signals = server(16.0, 0.0, 0.1, 0.0);
+            signals.as_mut().unwrap().generation_tps = Some(960.0);
+            Observation { outstanding: 16, server: signals, ..Default::default() }
+        };
+        // The first scrape has not come back; then one from before the requests arrived.
+        assert_eq!(c.observe(Observation { outstanding: 16, ..Default::default() }).limit, 16);
         let d = c.observe(Observation {
-            outstanding: 100,
-            server: server(100.0, 0.0, 0.98, 5.0),
+            outstanding: 16,
+            server: server(0.0, 0.0, 0.0, 0.0),
             ..Default::default()
         });
-        assert_eq!(d.limit, 90);
+        assert_eq!(d.limit, 16, "{d:?}");
+        // The first rate covers the start-up and is left out; the next one is the baseline.
+        let d = c.observe(at_16());
+        assert!(d.reason.contains("measuring"), "{}", d.reason);
+        let d = c.observe(at_16());
+        assert_eq!(d.limit, 32, "{d:?}");
+    }
+
+    #[test]
+    fn preemption_with_a_full_cache_backs_off_below_what_ran_and_holds() {
+        let mut c = Controller::new(300, 1, 1024);
+        let d = c.observe(Observation {
+            outstanding: 300,
+            server: server(250.0, 50.0, 0.98, 5.0),
+            ..Default::default()
+        });
+        assert_eq!(d.limit, 225, "{d:?}");
         assert!(d.reason.contains("preempted 5"), "{}", d.reason);
-        // Held: no growth on the next tick even though there is room.
+        // The running requests keep preempting while the outstanding ones drain to the new
+        // limit: no further cut until the first has taken effect.
+        for outstanding in [290, 270, 250, 230] {
+            let d = c.observe(Observation {
+                outstanding,
+                server: server(240.0, 0.0, 0.99, 3.0),
+                ..Default::default()
+            });
+            assert_eq!(d.limit, 225, "{d:?}");
+        }
+        // Preempting still within the new limit: another cut.
         let d = c.observe(Observation {
-            outstanding: 90,
-            server: server(90.0, 0.0, 0.5, 0.0),
+            outstanding: 225,
+            server: server(225.0, 0.0, 0.99, 3.0),
             ..Default::default()
         });
-        assert_eq!(d.limit, 90);
+        assert!(d.limit < 225, "{d:?}");
+        // Held after it: no growth on the next tick even though there is room.
+        let held = d.limit;
+        let d = c.observe(Observation {
+            outstanding: held,
+            server: server(held as f64, 0.0, 0.5, 0.0),
+            ..Default::default()
+        });
+        assert_eq!(d.limit, held);
     }
 
     #[test]
     fn does_not_grow_a_limit_it_is_not_using() {
         let mut c = Controller::new(64, 1, 1024);
-        let d = c.observe(Observation {
-            outstanding: 10,
-            server: server(10.0, 0.0, 0.1, 0.0),
-            ..Default::default()
-        });
-        assert_eq!(d.limit, 64);
-        assert!(!d.changed);
+        for _ in 0..5 {
+            let mut signals = server(10.0, 0.0, 0.1, 0.0);
+            signals.as_mut().unwrap().generation_tps = Some(600.0);
+            let d = c.observe(Observation { outstanding: 10, server: signals, ..Default::default() });
+            assert_eq!(d.limit, 64);
+            assert!(!d.changed);
+        }
     }
 
     #[test]
@@ -546,6 +759,8 @@ mod tests {
         let d = c.observe(Observation { outstanding: 10, failures: 3, ..Default::default() });
         assert_eq!(d.limit, 8);
         assert!(d.reason.contains("3 timeouts"), "{}", d.reason);
+        c.set_bounds(2, 6);
+        assert_eq!(c.limit(), 6);
     }
 
     #[test]

@@ -23,6 +23,7 @@ mod endpoint;
 mod held;
 pub mod queue;
 pub mod runs;
+pub mod token_ids;
 mod worker;
 mod write_back;
 

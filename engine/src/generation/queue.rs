@@ -3,7 +3,8 @@
 //! next state and records the try — only if they still hold the lease, so a sample never gets
 //! two results even when a slow worker and its successor both finish.
 
-use crate::Result;
+use super::token_ids;
+use crate::{vllm::TokenIds, Result};
 use domain::generation::SampleState;
 use sqlx::PgPool;
 use std::time::Duration;
@@ -116,6 +117,9 @@ pub struct Output {
     pub reasoning: Option<String>,
     pub content: Option<String>,
     pub messages: Option<serde_json::Value>,
+    /// The server's token ids, one entry per request of the try, for an answer; `None` when
+    /// the server did not return them (or the try has no answer).
+    pub tokens: Option<Vec<TokenIds>>,
 }
 
 /// Where a counted try leaves the sample.
@@ -164,6 +168,7 @@ impl Output {
         text_bytes(&self.reasoning)
             + text_bytes(&self.content)
             + self.messages.as_ref().map_or(0, |m| m.to_string().len())
+            + self.tokens.iter().flatten().map(|t| 4 * (t.prompt.len() + t.completion.len())).sum::<usize>()
     }
 }
 
@@ -208,6 +213,13 @@ pub async fn settle(
             .into_iter()
             .map(String::from)
             .collect();
+    // An answer records whether the server gave its token ids; a try without one has none.
+    let answered = matches!(state, SampleState::Ok | SampleState::Truncated | SampleState::Empty);
+    let captured = answered.then_some(output.tokens.is_some());
+    let tokens = output.tokens.unwrap_or_default();
+    let turns: Vec<i16> = (0..tokens.len() as i16).collect();
+    let prompts: Vec<Vec<u8>> = tokens.iter().map(|t| token_ids::pack(&t.prompt)).collect();
+    let completions: Vec<Vec<u8>> = tokens.iter().map(|t| token_ids::pack(&t.completion)).collect();
     let settled = sqlx::query_scalar!(
         r#"WITH updated AS (
                UPDATE samples SET
@@ -217,9 +229,18 @@ pub async fn settle(
                    prompt_tokens = $9, completion_tokens = $10, reasoning_tokens = $11,
                    ttft_ms = $12, duration_ms = $13, endpoint_id = $14, error = $15,
                    finished_at = CASE WHEN $3 = 'pending'::sample_state THEN NULL ELSE now() END,
-                   auto_flags = $22
+                   auto_flags = $22, captured_token_ids = $23
                WHERE id = $1 AND state = 'running' AND lease_owner = $2
-               RETURNING id)
+               RETURNING id),
+           cleared AS (
+               DELETE FROM sample_tokens t USING updated u
+               WHERE t.sample_id = u.id AND t.turn >= cardinality($24::smallint[])),
+           stored AS (
+               INSERT INTO sample_tokens (sample_id, turn, prompt_ids, completion_ids)
+               SELECT u.id, x.turn, x.prompt_ids, x.completion_ids
+               FROM updated u, unnest($24::smallint[], $25::bytea[], $26::bytea[]) AS x(turn, prompt_ids, completion_ids)
+               ON CONFLICT (sample_id, turn) DO UPDATE
+                   SET prompt_ids = excluded.prompt_ids, completion_ids = excluded.completion_ids)
            INSERT INTO sample_attempts (
                sample_id, result, counted, endpoint_id, worker_id, started_at, http_status, error_kind, error,
                finish_reason, prompt_tokens, completion_tokens, reasoning_tokens, ttft_ms, duration_ms,
@@ -250,6 +271,10 @@ pub async fn settle(
         record.partial_reasoning,
         record.partial_content,
         &auto_flags,
+        captured,
+        &turns,
+        &prompts,
+        &completions,
     )
     .fetch_optional(pool)
     .await?;

@@ -23,6 +23,15 @@ pub struct Completion {
     pub usage: Option<Usage>,
     pub ttft: Option<Duration>,
     pub duration: Duration,
+    /// The token ids the server saw and produced, when it reports them.
+    pub tokens: Option<TokenIds>,
+}
+
+/// A request's token ids as the server reported them (`return_token_ids`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TokenIds {
+    pub prompt: Vec<u32>,
+    pub completion: Vec<u32>,
 }
 
 /// What had arrived before a try failed.
@@ -154,6 +163,11 @@ pub(crate) async fn read_stream(
     let mut partial = Partial::default();
     let mut finish_reason: Option<String> = None;
     let mut done = false;
+    // Only a server that sends the prompt's ids gives a complete record; one that sends ids for
+    // some chunks only would leave gaps, and the record is then dropped.
+    let mut prompt_ids: Option<Vec<u32>> = None;
+    let mut completion_ids: Vec<u32> = Vec::new();
+    let mut ids_complete = true;
     loop {
         let event = match limits.wait(events.next()).await {
             Err(kind) => return Err(limits.timeout_failure(kind, partial)),
@@ -186,7 +200,20 @@ pub(crate) async fn read_stream(
             let message = error_body::message_of(&error).unwrap_or_else(|| error.to_string());
             return Err(limits.failure(FailureKind::ErrorChunk, message, partial));
         }
+        if let Some(ids) = chunk.prompt_token_ids {
+            prompt_ids = Some(ids);
+        }
         for choice in &chunk.choices {
+            match &choice.token_ids {
+                Some(ids) => completion_ids.extend_from_slice(ids),
+                // A chunk that carries text but no ids: the record would have a gap.
+                None if choice.delta.reasoning_text().is_some_and(|t| !t.is_empty())
+                    || choice.delta.content_text().is_some_and(|t| !t.is_empty()) =>
+                {
+                    ids_complete = false
+                }
+                None => {}
+            }
             let reasoning = choice.delta.reasoning_text().unwrap_or("");
             let content = choice.delta.content_text().unwrap_or("");
             if partial.ttft.is_none() && !(reasoning.is_empty() && content.is_empty()) {
@@ -208,6 +235,10 @@ pub(crate) async fn read_stream(
             });
         }
     }
+    // The ids must add up to what the server says it generated, or they are not kept.
+    if partial.usage.is_some_and(|u| u.completion_tokens as usize != completion_ids.len()) {
+        ids_complete = false;
+    }
     match (finish_reason, done) {
         (Some(finish_reason), true) => Ok(Completion {
             reasoning: partial.reasoning,
@@ -216,6 +247,9 @@ pub(crate) async fn read_stream(
             usage: partial.usage,
             ttft: partial.ttft,
             duration: limits.started.elapsed(),
+            tokens: prompt_ids
+                .filter(|_| ids_complete)
+                .map(|prompt| TokenIds { prompt, completion: completion_ids }),
         }),
         (None, true) => {
             Err(limits.failure(FailureKind::Protocol, "the stream ended without a finish_reason", partial))

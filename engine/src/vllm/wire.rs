@@ -30,6 +30,10 @@ pub struct ChatRequest {
     pub stream: bool,
     /// Usage arrives only when asked for; vLLM's default flipped between versions.
     pub stream_options: StreamOptions,
+    /// Ask for the token ids the server saw and produced (vLLM 0.10.2 on): `prompt_token_ids`
+    /// on the first chunk, `token_ids` on each. Servers without it ignore it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub return_token_ids: bool,
 }
 
 #[derive(Clone, Copy, Debug, Serialize)]
@@ -48,6 +52,9 @@ pub(crate) struct Chunk<'a> {
     /// vLLM reports failures after the 200 as a chunk with a top-level `error`.
     #[serde(default)]
     pub error: Option<serde_json::Value>,
+    /// The prompt as the server tokenized it (first chunk, with `return_token_ids`).
+    #[serde(default)]
+    pub prompt_token_ids: Option<Vec<u32>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -56,6 +63,9 @@ pub(crate) struct ChunkChoice<'a> {
     pub delta: Delta<'a>,
     #[serde(default, borrow)]
     pub finish_reason: Option<Text<'a>>,
+    /// The ids of the tokens this chunk carries (with `return_token_ids`).
+    #[serde(default)]
+    pub token_ids: Option<Vec<u32>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -140,6 +150,22 @@ mod tests {
         let old: Chunk =
             serde_json::from_str(r#"{"choices":[{"delta":{"reasoning_content":"b"}}]}"#).unwrap();
         assert_eq!(old.choices[0].delta.reasoning_text(), Some("b"));
+    }
+
+    #[test]
+    fn token_ids_are_read_from_the_first_chunk_and_each_delta() {
+        // As vLLM 0.32 streams with `return_token_ids` (checked against the real server).
+        let first: Chunk = serde_json::from_str(
+            r#"{"id":"c","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"prompt_token_ids":[1,339,86,203],"prompt_text":null}"#,
+        )
+        .unwrap();
+        assert_eq!(first.prompt_token_ids.as_deref(), Some(&[1, 339, 86, 203][..]));
+        assert_eq!(first.choices[0].token_ids, None);
+        let delta: Chunk = serde_json::from_str(
+            r#"{"choices":[{"index":0,"delta":{"reasoning":"}nder"},"finish_reason":null,"token_ids":[97,430]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(delta.choices[0].token_ids.as_deref(), Some(&[97, 430][..]));
     }
 
     #[test]

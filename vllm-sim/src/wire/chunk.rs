@@ -10,6 +10,9 @@ pub struct ChatChunk<'a> {
     pub choices: &'a [ChunkChoice<'a>],
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// The prompt's token ids, on the first chunk when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_token_ids: Option<&'a [u32]>,
 }
 
 #[derive(Debug, Serialize)]
@@ -21,6 +24,9 @@ pub struct ChunkChoice<'a> {
     /// Present (null: no stop string matched) on the finishing chunk only, as in vLLM.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<Null>,
+    /// The ids of the tokens this chunk carries, when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_ids: Option<&'a [u32]>,
 }
 
 /// Fields appear only when set: vLLM serialises deltas with `exclude_unset`.

@@ -12,6 +12,8 @@ pub struct ChatCompletion<'a> {
     pub usage: Usage,
     pub prompt_logprobs: Null,
     pub kv_transfer_params: Null,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_token_ids: Option<&'a [u32]>,
 }
 
 #[derive(Debug, Serialize)]
@@ -21,6 +23,8 @@ pub struct Choice<'a> {
     pub logprobs: Null,
     pub finish_reason: &'static str,
     pub stop_reason: Null,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_ids: Option<Vec<u32>>,
 }
 
 #[derive(Debug, Serialize)]

@@ -20,6 +20,8 @@ pub struct ChatRequest {
     pub stream_interval: Option<u32>,
     /// Becomes the response id `chatcmpl-<request_id>`.
     pub request_id: Option<String>,
+    /// Report the prompt's and the completion's token ids (vLLM 0.10.2 on).
+    pub return_token_ids: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]

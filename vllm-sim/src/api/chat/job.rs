@@ -23,6 +23,8 @@ pub(super) struct ChatJob {
     pub faults: FaultPlan,
     /// `None` for a non-streaming request.
     pub stream: Option<StreamSettings>,
+    /// The prompt's token ids, when the request asked for token ids.
+    pub prompt_token_ids: Option<Vec<u32>>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -32,6 +34,8 @@ pub(super) struct StreamSettings {
     pub continuous_usage: bool,
     /// Completion tokens per content chunk.
     pub interval: u32,
+    /// Each chunk carries its tokens' ids.
+    pub token_ids: bool,
 }
 
 impl ChatJob {
@@ -54,6 +58,9 @@ impl ChatJob {
         let thinking = request.thinking_enabled();
         let options = TemplateOptions { add_generation_prompt: true, thinking };
         let prompt_tokens = prompt::template_tokens(&request.messages, options).count() as u32;
+        let token_ids = request.return_token_ids.unwrap_or(false) && !config.ignore_return_token_ids;
+        let prompt_token_ids =
+            token_ids.then(|| prompt::template_tokens(&request.messages, options).map(|t| t.id).collect());
         let max_new_tokens = max_new_tokens(&request, prompt_tokens, config.max_model_len)?;
 
         let fingerprint = prompt::fingerprint(&request.messages);
@@ -88,7 +95,8 @@ impl ChatJob {
             reasoning_tokens: natural.reasoning_tokens,
             text: CompletionText::new(fingerprint, config.seed),
             faults,
-            stream: stream.then(|| stream_settings(&request, config.ignore_stream_interval)),
+            stream: stream.then(|| stream_settings(&request, config.ignore_stream_interval, token_ids)),
+            prompt_token_ids,
         })
     }
 
@@ -97,6 +105,15 @@ impl ChatJob {
         let split = self.reasoning_tokens;
         self.text.write(Part::Reasoning, range.start.min(split)..range.end.min(split), reasoning);
         self.text.write(Part::Answer, range.start.max(split) - split..range.end.max(split) - split, answer);
+    }
+
+    /// The ids of completion tokens `range` (each generated piece is one token).
+    pub fn token_ids(&self, range: Range<u32>, into: &mut Vec<u32>) {
+        let (mut reasoning, mut answer) = (String::new(), String::new());
+        self.write_text(range, &mut reasoning, &mut answer);
+        into.extend(
+            crate::prompt::text_tokens(&reasoning).chain(crate::prompt::text_tokens(&answer)).map(|t| t.id),
+        );
     }
 
     /// The usage of a finished completion of `generated` tokens.
@@ -155,10 +172,10 @@ fn max_new_tokens(request: &ChatRequest, prompt_tokens: u32, max_model_len: u32)
     }
 }
 
-fn stream_settings(request: &ChatRequest, ignore_stream_interval: bool) -> StreamSettings {
+fn stream_settings(request: &ChatRequest, ignore_stream_interval: bool, token_ids: bool) -> StreamSettings {
     let options = request.stream_options.as_ref();
     let include_usage = options.and_then(|o| o.include_usage).unwrap_or(false);
     let continuous_usage = include_usage && options.and_then(|o| o.continuous_usage_stats).unwrap_or(false);
     let interval = if ignore_stream_interval { 1 } else { request.stream_interval.unwrap_or(1).max(1) };
-    StreamSettings { include_usage, continuous_usage, interval }
+    StreamSettings { include_usage, continuous_usage, interval, token_ids }
 }

@@ -151,7 +151,9 @@ impl ChatStream {
         if !self.opened {
             self.opened = true;
             let role = Delta { role: Some("assistant"), content: Some(""), ..Delta::default() };
-            self.write_chunk(role, None, 0);
+            // The prompt's ids ride on the first chunk, as in vLLM.
+            let prompt_ids = self.job.prompt_token_ids.take();
+            self.write_chunk(role, None, 0, None, prompt_ids.as_deref());
         }
         let end_of_completion = self.job.sequence.max_new_tokens;
         loop {
@@ -186,21 +188,35 @@ impl ChatStream {
             reasoning_content: reasoning_text.filter(|_| field.uses_reasoning_content()),
         };
         let finish_reason = finishes.then(|| self.job.sequence.finish_reason.as_str());
-        self.write_chunk(delta, finish_reason, range.end);
+        let ids = self.settings.token_ids.then(|| {
+            let mut ids = Vec::new();
+            self.job.token_ids(range.clone(), &mut ids);
+            ids
+        });
+        self.write_chunk(delta, finish_reason, range.end, ids.as_deref(), None);
         (self.reasoning, self.answer) = (reasoning, answer);
     }
 
     /// One chunk with one choice; `completed` is the completion token count through it.
-    fn write_chunk(&mut self, delta: Delta<'_>, finish_reason: Option<&'static str>, completed: u32) {
+    fn write_chunk(
+        &mut self,
+        delta: Delta<'_>,
+        finish_reason: Option<&'static str>,
+        completed: u32,
+        token_ids: Option<&[u32]>,
+        prompt_token_ids: Option<&[u32]>,
+    ) {
         let choices = [ChunkChoice {
             index: 0,
             delta,
             logprobs: Null,
             finish_reason,
             stop_reason: finish_reason.map(|_| Null),
+            token_ids,
         }];
         let usage = self.settings.continuous_usage.then(|| Usage::running(self.job.prompt_tokens, completed));
-        write_event(&mut self.frame, &ChatChunk { header: &self.job.header, choices: &choices, usage });
+        let chunk = ChatChunk { header: &self.job.header, choices: &choices, usage, prompt_token_ids };
+        write_event(&mut self.frame, &chunk);
     }
 
     fn write_trailer(&mut self) {
@@ -208,7 +224,12 @@ impl ChatStream {
             let usage = self.job.final_usage(self.sent);
             write_event(
                 &mut self.frame,
-                &ChatChunk { header: &self.job.header, choices: &[], usage: Some(usage) },
+                &ChatChunk {
+                    header: &self.job.header,
+                    choices: &[],
+                    usage: Some(usage),
+                    prompt_token_ids: None,
+                },
             );
         }
         write_done(&mut self.frame);

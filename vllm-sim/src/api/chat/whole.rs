@@ -74,12 +74,18 @@ pub(super) async fn respond(
             logprobs: Null,
             finish_reason: job.sequence.finish_reason.as_str(),
             stop_reason: Null,
+            token_ids: job.prompt_token_ids.is_some().then(|| {
+                let mut ids = Vec::new();
+                job.token_ids(0..generated, &mut ids);
+                ids
+            }),
         }],
         service_tier: Null,
         system_fingerprint: Null,
         usage: job.final_usage(generated),
         prompt_logprobs: Null,
         kv_transfer_params: Null,
+        prompt_token_ids: job.prompt_token_ids.as_deref(),
     };
     Ok(Json(completion).into_response())
 }
