@@ -19,6 +19,15 @@ if [[ ",${BENCH_SERVERS:-real,seed,flat}," == *,real,* ]]; then
   trap 'kill -- -$pid 2>/dev/null || kill $pid 2>/dev/null' EXIT
   export BENCH_REAL_VLLM_URL=http://127.0.0.1:$port BENCH_PLAIN_PYTHON=$venv/bin/python
 fi
-say "building the simulator and the benchmark (bench profile)"
-cargo build --locked --profile bench -p vllm-sim
-cargo bench --locked -p engine --bench generation "$@"
+# The dev profile already optimises dependencies and the simulator (Cargo.toml); the project's own
+# crates get opt-level 3 here, so the benchmark reuses the test build's dependencies instead of
+# compiling a release build of everything.
+opt=(--config profile.dev.package.engine.opt-level=3 --config profile.dev.package.domain.opt-level=3)
+say "building the simulator and the benchmark"
+cargo build --locked -p vllm-sim
+cargo bench --locked --profile dev "${opt[@]}" -p engine --bench generation "$@"
+if [ -n "${REAL_VLLM_EXPORT_PROMPTS:-}" ] && [ -n "${BENCH_REAL_VLLM_URL:-}" ]; then
+  say "checking a pre-tokenized export against the server's own token ids"
+  REAL_VLLM_URL=$BENCH_REAL_VLLM_URL REAL_VLLM_MODEL_DIR=$model \
+    cargo run --locked "${opt[@]}" -p engine --example real_vllm_export -- "$REAL_VLLM_EXPORT_PROMPTS"
+fi

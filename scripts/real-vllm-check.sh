@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
 # Checks the engine against the real vLLM server of ../shared/tools/real-vllm (CPU, tiny
-# random-weight model, reasoning parser) beside a sweep of the plain Python client, and fails
-# unless the targets hold: adaptive concurrency at least 0.98× the best fixed limit of the
-# sweep, fixed 64 at least the plain client at 64, nothing lost. Not part of CI: it installs
-# about 7 GB once and takes about 20 minutes.
+# random-weight model, reasoning parser), not part of CI (it installs about 7 GB once and takes
+# about 25 minutes):
+#  1. generation beside a sweep of the plain Python client, failing unless the targets hold:
+#     adaptive concurrency at least 0.98× the best fixed limit of the sweep, fixed 64 at least the
+#     plain client at 64, nothing lost;
+#  2. a pre-tokenized export from the captured ids, row by row against the server's own ids
+#     (`/tokenize` of the same messages, the same request sent again at temperature 0) and our
+#     render of each prompt against the server's.
 #   usage: scripts/real-vllm-check.sh [PROMPTS]
+set -e
+here=$(dirname "$0")
 export BENCH_SERVERS=real BENCH_CHECK=1 BENCH_COST=0 BENCH_REAL_PROMPTS=${1:-${BENCH_REAL_PROMPTS:-512}}
-exec bash "$(dirname "$0")/bench-generation.sh"
+export REAL_VLLM_EXPORT_PROMPTS=${REAL_VLLM_EXPORT_PROMPTS:-40}
+bash "$here/bench-generation.sh"

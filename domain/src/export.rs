@@ -127,14 +127,45 @@ pub enum Overlong {
     Drop,
 }
 
+/// Where a tokenized row's ids come from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenSource {
+    /// The server's own ids when every selected sample has them, else re-tokenized.
+    #[default]
+    Auto,
+    /// The ids the server reported (vLLM `return_token_ids`): exactly what the target model saw
+    /// and wrote. An export whose selection holds a sample without them is refused.
+    Captured,
+    /// Rendered again with the chat template and encoded with the tokenizer.
+    Retokenize,
+}
+
+/// How a conversation regenerated turn by turn (one request per assistant turn) becomes rows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnRows {
+    /// One row per conversation: its last request and answer, with every earlier answer the
+    /// history repeats token for token supervised too.
+    #[default]
+    PerConversation,
+    /// One row per request: exactly one prompt and its answer.
+    PerTurn,
+}
+
 /// The target model's tokenizer, for the tokenized layout.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Tokenization {
     /// A server folder (under a storage root) holding `tokenizer.json` and
-    /// `tokenizer_config.json` (or `chat_template.jinja`).
+    /// `tokenizer_config.json` (or `chat_template.jinja`). Needed only to re-tokenize: rows from
+    /// captured ids use none.
     pub tokenizer_dir: String,
     pub max_length: u32,
     pub overlong: Overlong,
+    #[serde(default)]
+    pub source: TokenSource,
+    #[serde(default)]
+    pub turn_rows: TurnRows,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -213,8 +244,11 @@ impl ExportSpec {
                 problems.push("the tokenized layout needs the target model's tokenizer folder".to_string())
             }
             (Layout::Tokenized, Some(t)) => {
-                if t.tokenizer_dir.trim().is_empty() {
-                    problems.push("give the folder holding tokenizer.json and tokenizer_config.json".into());
+                if t.tokenizer_dir.trim().is_empty() && t.source == TokenSource::Retokenize {
+                    problems.push(
+                        "give the folder holding tokenizer.json and tokenizer_config.json to re-tokenize"
+                            .into(),
+                    );
                 }
                 if t.max_length < 16 {
                     problems

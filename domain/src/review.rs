@@ -477,3 +477,36 @@ mod tests {
         assert_eq!(SampleFilter::from_query(&pairs).unwrap(), SampleFilter::default());
     }
 }
+
+/// Where a training view's ids came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TrainingSource {
+    /// The ids the server reported: what the target model saw and wrote.
+    Captured,
+    /// The conversation rendered with the chat template and encoded again.
+    Retokenized,
+}
+
+/// One token of a training row, decoded.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrainingToken {
+    pub id: u32,
+    /// The text this token adds (empty while it holds part of a character the next completes).
+    pub text: String,
+    /// Under the loss mask: the draft model learns to predict it.
+    pub supervised: bool,
+}
+
+/// A sample as the pre-tokenized export writes it (one row per conversation, no length limit),
+/// for the review page.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrainingView {
+    pub source: TrainingSource,
+    /// The tokenizer folder that decoded (and, re-tokenized, encoded) the row.
+    pub tokenizer_dir: String,
+    pub tokens: Vec<TrainingToken>,
+    pub supervised: u32,
+    /// Earlier assistant turns the row leaves unsupervised (see docs/export.md).
+    pub unsupervised_turns: u32,
+}

@@ -433,8 +433,13 @@ async fn tokenized_export_is_repeatable_and_split_by_seed(pool: sqlx::PgPool) {
     spec.format.file = FileFormat::Parquet;
     spec.format.validation_share = 0.5;
     spec.selection.seed = 3;
-    spec.format.tokenization =
-        Some(Tokenization { tokenizer_dir: "tokenizers".into(), max_length: 4096, overlong: Overlong::Drop });
+    spec.format.tokenization = Some(Tokenization {
+        tokenizer_dir: "tokenizers".into(),
+        max_length: 4096,
+        overlong: Overlong::Drop,
+        source: TokenSource::Retokenize,
+        turn_rows: TurnRows::PerConversation,
+    });
     let (first, status) = export(&pool, &env, &spec).await;
     assert_eq!(
         status,
@@ -515,8 +520,13 @@ async fn a_failed_export_leaves_nothing(pool: sqlx::PgPool) {
     }
     let mut spec = spec(run, "failed");
     spec.format.layout = Layout::Tokenized;
-    spec.format.tokenization =
-        Some(Tokenization { tokenizer_dir: "llama".into(), max_length: 4096, overlong: Overlong::Truncate });
+    spec.format.tokenization = Some(Tokenization {
+        tokenizer_dir: "llama".into(),
+        max_length: 4096,
+        overlong: Overlong::Truncate,
+        source: TokenSource::Auto,
+        turn_rows: TurnRows::PerConversation,
+    });
     let (id, status) = export(&pool, &env, &spec).await;
     assert_eq!(status, ExportStatus::Failed);
     let error = engine::export::store::get(&pool, id).await.unwrap().error.unwrap();

@@ -216,6 +216,12 @@ fn BuilderForm(
                     <Choice form label="Longer rows" name="overlong" get=|f| &f.overlong set=|f, v| f.overlong = v
                         options=&[("drop", "drop"), ("truncate", "truncate")]/>
                 </div>
+                <div class="row">
+                    <Choice form label="Token ids" name="token_source" get=|f| &f.token_source set=|f, v| f.token_source = v
+                        options=&[("auto", "the server's own when every sample has them"), ("captured", "the server's own only"), ("retokenize", "re-tokenized with the template")]/>
+                    <Choice form label="Conversations regenerated turn by turn" name="turn_rows" get=|f| &f.turn_rows set=|f, v| f.turn_rows = v
+                        options=&[("per_conversation", "one row per conversation"), ("per_turn", "one row per turn")]/>
+                </div>
             </Show>
             <div class="row">
                 <Choice form label="Destination" name="destination" get=|f| &f.destination set=|f, v| f.destination = v

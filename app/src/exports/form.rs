@@ -4,7 +4,7 @@
 
 use domain::export::{
     Destination, Duplicates, ExportFormat, ExportSelection, ExportSpec, FileFormat, Layout, Overlong,
-    ReasoningStyle, ReviewFilter, ThinkingMix, Tokenization,
+    ReasoningStyle, ReviewFilter, ThinkingMix, TokenSource, Tokenization, TurnRows,
 };
 use domain::generation::SampleState;
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
@@ -36,6 +36,10 @@ pub struct ExportForm {
     pub max_length: String,
     /// `truncate` or `drop`.
     pub overlong: String,
+    /// `auto`, `captured` or `retokenize`.
+    pub token_source: String,
+    /// `per_conversation` or `per_turn`.
+    pub turn_rows: String,
     pub validation_share: String,
     pub seed: String,
     /// `directory` or `s3`.
@@ -140,6 +144,8 @@ impl ExportForm {
             tokenizer_dir: tokenization.as_ref().map(|t| t.tokenizer_dir.clone()).unwrap_or_default(),
             max_length: tokenization.as_ref().map_or("4096".into(), |t| t.max_length.to_string()),
             overlong: tokenization.as_ref().map_or("drop".into(), |t| name(&t.overlong)),
+            token_source: name(&tokenization.as_ref().map(|t| t.source).unwrap_or_default()),
+            turn_rows: name(&tokenization.as_ref().map(|t| t.turn_rows).unwrap_or_default()),
             validation_share: if f.validation_share > 0.0 {
                 f.validation_share.to_string()
             } else {
@@ -180,6 +186,8 @@ impl ExportForm {
         let tokenization = if layout == Some(Layout::Tokenized) {
             let overlong: Option<Overlong> = pick(&self.overlong, "what to do with overlong rows", p);
             let max_length = optional_number::<u32>(&self.max_length, "the maximum length", p);
+            let source: Option<TokenSource> = pick(&self.token_source, "where the token ids come from", p);
+            let turn_rows: Option<TurnRows> = pick(&self.turn_rows, "rows per conversation or per turn", p);
             if self.max_length.trim().is_empty() {
                 p.push("give the maximum length in tokens".into());
             }
@@ -187,6 +195,8 @@ impl ExportForm {
                 tokenizer_dir: self.tokenizer_dir.trim().to_string(),
                 max_length: max_length.unwrap_or(0),
                 overlong: overlong.unwrap_or(Overlong::Drop),
+                source: source.unwrap_or_default(),
+                turn_rows: turn_rows.unwrap_or_default(),
             })
         } else {
             None
@@ -306,6 +316,8 @@ mod tests {
             tokenizer_dir: "tokenizers/qwen".into(),
             max_length: "2048".into(),
             overlong: "truncate".into(),
+            token_source: "retokenize".into(),
+            turn_rows: "per_turn".into(),
             validation_share: "0.1".into(),
             seed: "7".into(),
             destination: "s3".into(),
@@ -325,6 +337,7 @@ mod tests {
             (t.tokenizer_dir.as_str(), t.max_length, t.overlong),
             ("tokenizers/qwen", 2048, Overlong::Truncate)
         );
+        assert_eq!((t.source, t.turn_rows), (TokenSource::Retokenize, TurnRows::PerTurn));
         assert_eq!(spec.format.file, FileFormat::Parquet);
         assert_eq!(spec.format.reasoning, ReasoningStyle::InlineThink);
         assert_eq!(spec.format.validation_share, 0.1);
@@ -340,6 +353,8 @@ mod tests {
             thinking: "ratio".into(),
             thinking_share: "".into(),
             layout: "tokenized".into(),
+            // Re-tokenizing needs the tokenizer folder (rows from captured ids need none).
+            token_source: "retokenize".into(),
             folder: " ".into(),
             seed: "".into(),
             ..ExportForm::default()

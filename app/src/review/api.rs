@@ -2,7 +2,9 @@
 //! the caller's role and calls `engine::review`. Bulk actions demand an engineer.
 
 use crate::AppError;
-use domain::review::{Decision, Facets, FlagReason, QueueProgress, SampleDetail, SampleFilter, SamplePage};
+use domain::review::{
+    Decision, Facets, FlagReason, QueueProgress, SampleDetail, SampleFilter, SamplePage, TrainingView,
+};
 #[cfg(feature = "ssr")]
 use domain::Role;
 use leptos::prelude::*;
@@ -34,6 +36,17 @@ pub async fn sample(id: i64) -> Result<SampleDetail, AppError> {
     use crate::ssr;
     let viewer = ssr::require(Role::Reviewer)?;
     Ok(engine::review::detail::load(&ssr::services()?.pool, &viewer, id).await?)
+}
+
+/// The sample as the pre-tokenized export writes it, decoded with the tokenizer in
+/// `tokenizer_dir` (default: the latest tokenized export's).
+#[server(endpoint = "review/training", input = Json)]
+pub async fn load_training_view(id: i64, tokenizer_dir: Option<String>) -> Result<TrainingView, AppError> {
+    use crate::ssr;
+    ssr::require(Role::Reviewer)?;
+    let services = ssr::services()?;
+    Ok(engine::export::training_view::load(&services.pool, &services.export_storage, id, tokenizer_dir)
+        .await?)
 }
 
 /// The next (`forward`) or previous sample of the filtered list, for j/k.

@@ -8,6 +8,7 @@ mod keys;
 pub mod list;
 pub mod queue;
 pub mod sample;
+mod training;
 
 use domain::review::SampleFilter;
 use leptos_router::params::ParamsMap;

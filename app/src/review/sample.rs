@@ -361,6 +361,7 @@ fn SampleBody(d: SampleDetail, raw: RwSignal<bool>) -> impl IntoView {
                 }}
             </div>
         </section>
+        <super::training::TrainingPanel id=d.id/>
         <section class="panel meta" aria-label="Metadata">
             <h2>"Result"</h2>
             <dl class="meta-grid">

@@ -1,5 +1,6 @@
 //! Export benchmark (not a test): N samples of about 1,260 completion tokens exported as
-//! SpecForge JSONL and as pre-tokenized Parquet through the real job (plan, keyset reads,
+//! SpecForge JSONL and as pre-tokenized Parquet, both re-tokenized and from captured token ids,
+//! through the real job (plan, keyset reads,
 //! writers, manifest, commit), with samples/s and peak memory of each, then the tokenizer's
 //! throughput against the Python `tokenizers` package on the same texts.
 //!
@@ -121,6 +122,60 @@ async fn seed(pool: &sqlx::PgPool, n: i64) -> i64 {
     }
     println!(" in {:.1} s", started.elapsed().as_secs_f64());
     run
+}
+
+/// Stores captured token ids for every sample of the run (once): 24 prompt ids and 1,300
+/// completion ids of a 151,000-token vocabulary ending with an end-of-turn id, about what a Qwen3
+/// server returns for the seeded texts, bit-packed as generation stores them.
+async fn seed_captured(pool: &sqlx::PgPool, run: i64) {
+    let have: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM sample_tokens t JOIN samples s ON s.id = t.sample_id WHERE s.run_id = $1",
+    )
+    .bind(run)
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    if have > 0 {
+        return;
+    }
+    let started = Instant::now();
+    let ids: Vec<i64> = sqlx::query_scalar("SELECT id FROM samples WHERE run_id = $1 ORDER BY id")
+        .bind(run)
+        .fetch_all(pool)
+        .await
+        .unwrap();
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % 151_000) as u32
+    };
+    for chunk in ids.chunks(CHUNK as usize) {
+        let mut prompts = Vec::with_capacity(chunk.len());
+        let mut completions = Vec::with_capacity(chunk.len());
+        for _ in chunk {
+            let prompt: Vec<u32> = (0..24).map(|_| next()).collect();
+            let mut completion: Vec<u32> = (0..1_299).map(|_| next()).collect();
+            completion.push(151_645);
+            prompts.push(engine::generation::token_ids::pack(&prompt));
+            completions.push(engine::generation::token_ids::pack(&completion));
+        }
+        sqlx::query(
+            "WITH stored AS (
+                 INSERT INTO sample_tokens (sample_id, turn, prompt_ids, completion_ids)
+                 SELECT id, 0, p, c FROM unnest($1::bigint[], $2::bytea[], $3::bytea[]) AS x(id, p, c)
+                 RETURNING sample_id)
+             UPDATE samples SET captured_token_ids = true WHERE id IN (SELECT sample_id FROM stored)",
+        )
+        .bind(chunk)
+        .bind(&prompts)
+        .bind(&completions)
+        .execute(pool)
+        .await
+        .unwrap();
+    }
+    println!("stored captured ids for {} samples in {:.1} s", ids.len(), started.elapsed().as_secs_f64());
 }
 
 /// Trains the benchmark's tokenizer (Python) on a slice of the seeded texts, with the
@@ -261,8 +316,15 @@ async fn main() {
         tokenizer_dir: "tokenizer".into(),
         max_length: 4096,
         overlong: Overlong::Truncate,
+        source: TokenSource::Retokenize,
+        turn_rows: TurnRows::PerConversation,
     });
-    timed_export(&pool, &storage, &spec, "pre-tokenized Parquet", n).await;
+    timed_export(&pool, &storage, &spec, "pre-tokenized Parquet, re-tokenized", n).await;
+    seed_captured(&pool, run).await;
+    if let Some(t) = spec.format.tokenization.as_mut() {
+        t.source = TokenSource::Captured;
+    }
+    timed_export(&pool, &storage, &spec, "pre-tokenized Parquet, captured ids", n).await;
 
     compare_tokenizers(&pool, run, &dir, &root, text_count.min(n)).await;
     std::fs::remove_dir_all(&root).ok();

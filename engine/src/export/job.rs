@@ -1,6 +1,7 @@
 //! Export jobs: a row in `exports`, run in the background in batches with progress, cancellable,
 //! committed at the end or removed entirely.
 
+use super::captured::{self, Limit};
 use super::conversation::{self, Conversation};
 use super::destination::{Storage, Target};
 use super::manifest::{self, Counts, FileEntry, Manifest};
@@ -8,7 +9,7 @@ use super::selection::{self, Split};
 use super::tokenize::{Outcome, RowTokenizer};
 use super::writer::DataWriter;
 use crate::{Error, Result};
-use domain::export::{ExportSpec, ExportStatus, Layout};
+use domain::export::{ExportSpec, ExportStatus, Layout, TokenSource, TurnRows};
 use sqlx::PgPool;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -145,29 +146,19 @@ async fn execute(pool: &PgPool, storage: &Storage, id: i64) -> Result<Finished> 
     let spec: ExportSpec = serde_json::from_value(job.spec)
         .map_err(|e| Error::invalid(format!("the export's settings are not readable: {e}")))?;
 
-    let tokenizer = match (&spec.format.layout, &spec.format.tokenization) {
-        (Layout::Tokenized, Some(t)) => {
-            let dir = storage.resolve(&t.tokenizer_dir, false)?;
-            let (max, overlong) = (t.max_length, t.overlong);
-            // Templates that stamp a date (strftime_now) get the export's own.
-            let date = job.created_at.date();
-            let loaded =
-                tokio::task::spawn_blocking(move || RowTokenizer::from_dir_dated(&dir, date, max, overlong))
-                    .await
-                    .map_err(|e| Error::Internal(e.into()))??;
-            Some(Arc::new(loaded))
-        }
-        _ => None,
-    };
-
     let plan = selection::plan(pool, &spec.selection, spec.format.validation_share).await?;
     sqlx::query!("UPDATE exports SET rows_total = $2 WHERE id = $1", id, plan.samples.len() as i64)
         .execute(pool)
         .await?;
+    let rows = RowMaker::choose(pool, storage, &spec, &plan, job.created_at.date()).await?;
 
     let target = storage.prepare(&spec.destination, id)?;
-    let tokenizer_date = tokenizer.as_ref().map(|t| t.template_date());
-    match write_all(pool, id, &spec, &plan, tokenizer, &target).await {
+    let tokenizer_date = match &rows {
+        RowMaker::Retokenized(t) => Some(t.template_date()),
+        _ => None,
+    };
+    let token_source = rows.token_source();
+    match write_all(pool, id, &spec, &plan, rows, &target).await {
         Ok(Some((files, counts))) => {
             let manifest = Manifest {
                 export_id: id,
@@ -177,6 +168,7 @@ async fn execute(pool: &PgPool, storage: &Storage, id: i64) -> Result<Finished> 
                 app_version: env!("CARGO_PKG_VERSION").to_string(),
                 runs: manifest::runs(pool, &spec.selection.run_ids).await?,
                 template_date: tokenizer_date.map(|d| d.to_string()),
+                token_source,
                 spec,
                 counts,
                 files,
@@ -207,52 +199,153 @@ async fn execute(pool: &PgPool, storage: &Storage, id: i64) -> Result<Finished> 
     }
 }
 
+/// How a sample becomes rows of the chosen layout.
+enum RowMaker {
+    /// Its conversation as it is stored.
+    Conversations,
+    /// Its conversation rendered and encoded again.
+    Retokenized(Arc<RowTokenizer>),
+    /// The ids its server reported.
+    Captured { limit: Limit, turn_rows: TurnRows },
+}
+
+/// Samples per query when checking that every selected sample has captured ids.
+const CHECK_BATCH: usize = 50_000;
+
+impl RowMaker {
+    /// Captured ids when the spec asks for them or (by default) when every selected sample has
+    /// them; the tokenizer and template otherwise.
+    async fn choose(
+        pool: &PgPool,
+        storage: &Storage,
+        spec: &ExportSpec,
+        plan: &selection::Plan,
+        date: time::Date,
+    ) -> Result<Self> {
+        let t = match (&spec.format.layout, &spec.format.tokenization) {
+            (Layout::Tokenized, Some(t)) => t,
+            _ => return Ok(RowMaker::Conversations),
+        };
+        let limit = Limit { max_length: t.max_length as usize, overlong: t.overlong };
+        let captured = RowMaker::Captured { limit, turn_rows: t.turn_rows };
+        let mut missing = plan.samples.len() as u64;
+        if t.source != TokenSource::Retokenize {
+            missing = 0;
+            for chunk in plan.samples.chunks(CHECK_BATCH) {
+                let ids: Vec<i64> = chunk.iter().map(|s| s.id).collect();
+                missing += captured::missing(pool, &ids).await?;
+            }
+            match t.source {
+                TokenSource::Captured if missing > 0 => {
+                    return Err(Error::invalid(format!(
+                        "{missing} of the {} selected samples have no token ids from their server (it did \
+                         not return them, or they were generated before Draft Studio kept them): choose \
+                         \"re-tokenize\", or leave those samples out",
+                        plan.samples.len()
+                    )))
+                }
+                TokenSource::Captured => return Ok(captured),
+                _ if missing == 0 && !plan.samples.is_empty() => return Ok(captured),
+                _ => {}
+            }
+        }
+        if t.tokenizer_dir.trim().is_empty() {
+            return Err(Error::invalid(format!(
+                "{missing} of the {} selected samples have no token ids from their server, so they must \
+                 be re-tokenized: give the target model's tokenizer folder, or leave those samples out",
+                plan.samples.len()
+            )));
+        }
+        let dir = storage.resolve(&t.tokenizer_dir, false)?;
+        let (max, overlong) = (t.max_length, t.overlong);
+        // Templates that stamp a date (strftime_now) get the export's own.
+        let loaded =
+            tokio::task::spawn_blocking(move || RowTokenizer::from_dir_dated(&dir, date, max, overlong))
+                .await
+                .map_err(|e| Error::Internal(e.into()))??;
+        Ok(RowMaker::Retokenized(Arc::new(loaded)))
+    }
+
+    /// What the manifest says the rows came from.
+    fn token_source(&self) -> Option<manifest::TokenSourceUsed> {
+        match self {
+            RowMaker::Conversations => None,
+            RowMaker::Retokenized(_) => Some(manifest::TokenSourceUsed::Retokenized),
+            RowMaker::Captured { .. } => Some(manifest::TokenSourceUsed::Captured),
+        }
+    }
+}
+
+/// One batch read from the database: conversations, and the captured ids when rows use them.
+struct Batch {
+    conversations: Vec<(Split, Conversation)>,
+    captured: std::collections::HashMap<i64, Vec<captured::Request>>,
+    sample_ids: Vec<i64>,
+}
+
 /// The open data files, one per split, and what has gone into them.
 struct Sink {
     writers: BTreeMap<Split, (String, DataWriter, u64)>,
-    tokenizer: Option<Arc<RowTokenizer>>,
-    layout: Layout,
+    rows: RowMaker,
     counts: Counts,
 }
 
 impl Sink {
     /// Writes one batch (blocking work: tokenizing, encoding, file writes).
-    fn write(&mut self, batch: Vec<(Split, Conversation)>) -> Result<()> {
-        let mut by_split: BTreeMap<Split, Vec<Conversation>> = BTreeMap::new();
-        for (split, c) in batch {
-            by_split.entry(split).or_default().push(c);
+    fn write(&mut self, batch: Batch) -> Result<()> {
+        let Batch { conversations, mut captured, sample_ids } = batch;
+        let mut by_split: BTreeMap<Split, Vec<(i64, Conversation)>> = BTreeMap::new();
+        for ((split, c), id) in conversations.into_iter().zip(sample_ids) {
+            by_split.entry(split).or_default().push((id, c));
         }
-        for (split, conversations) in by_split {
+        for (split, samples) in by_split {
             let (_, writer, rows) = self.writers.get_mut(&split).expect("a writer per split");
-            match &self.tokenizer {
-                None => {
+            let outcomes = match &self.rows {
+                RowMaker::Conversations => {
+                    let conversations: Vec<Conversation> = samples.into_iter().map(|(_, c)| c).collect();
                     writer.write_conversations(&conversations)?;
                     *rows += conversations.len() as u64;
                     self.counts.written += conversations.len() as u64;
+                    continue;
                 }
-                Some(tokenizer) => {
-                    let mut kept = Vec::with_capacity(conversations.len());
-                    for outcome in tokenizer.tokenize_batch(&conversations)? {
-                        match outcome {
-                            Outcome::Row(row) => {
-                                self.counts.truncated += u64::from(row.truncated);
-                                self.counts.unsupervised_turns += u64::from(row.unsupervised_turns);
-                                self.counts.input_tokens += row.input_ids.len() as u64;
-                                self.counts.loss_tokens +=
-                                    row.loss_mask.iter().map(|&m| m as u64).sum::<u64>();
-                                kept.push(row);
-                            }
-                            Outcome::DroppedOverlong => self.counts.dropped_overlong += 1,
-                            Outcome::DroppedNoLoss => self.counts.dropped_no_loss += 1,
-                        }
+                RowMaker::Retokenized(tokenizer) => {
+                    let conversations: Vec<Conversation> = samples.into_iter().map(|(_, c)| c).collect();
+                    tokenizer.tokenize_batch(&conversations)?
+                }
+                RowMaker::Captured { limit, turn_rows } => {
+                    let mut outcomes = Vec::with_capacity(samples.len());
+                    for (id, c) in samples {
+                        let requests = captured.remove(&id).ok_or_else(|| {
+                            Error::invalid(format!(
+                                "sample {id} lost its token ids while the export ran (was it regenerated?); \
+                                 start the export again"
+                            ))
+                        })?;
+                        let made = captured::rows(&c.id, &requests, *turn_rows);
+                        self.counts.captured_requests += requests.len() as u64;
+                        outcomes.extend(made.into_iter().map(|row| limit.apply(row)));
                     }
-                    writer.write_tokenized(&kept)?;
-                    *rows += kept.len() as u64;
-                    self.counts.written += kept.len() as u64;
+                    outcomes
+                }
+            };
+            let mut kept = Vec::with_capacity(outcomes.len());
+            for outcome in outcomes {
+                match outcome {
+                    Outcome::Row(row) => {
+                        self.counts.truncated += u64::from(row.truncated);
+                        self.counts.unsupervised_turns += u64::from(row.unsupervised_turns);
+                        self.counts.input_tokens += row.input_ids.len() as u64;
+                        self.counts.loss_tokens += row.loss_mask.iter().map(|&m| m as u64).sum::<u64>();
+                        kept.push(row);
+                    }
+                    Outcome::DroppedOverlong => self.counts.dropped_overlong += 1,
+                    Outcome::DroppedNoLoss => self.counts.dropped_no_loss += 1,
                 }
             }
+            writer.write_tokenized(&kept)?;
+            *rows += kept.len() as u64;
+            self.counts.written += kept.len() as u64;
         }
-        debug_assert!(self.layout == Layout::Tokenized || self.tokenizer.is_none());
         Ok(())
     }
 
@@ -273,7 +366,7 @@ async fn write_all(
     id: i64,
     spec: &ExportSpec,
     plan: &selection::Plan,
-    tokenizer: Option<Arc<RowTokenizer>>,
+    rows: RowMaker,
     target: &Target,
 ) -> Result<Option<(Vec<FileEntry>, Counts)>> {
     let staging = target.staging().to_path_buf();
@@ -288,12 +381,8 @@ async fn write_all(
         let writer = DataWriter::create(&staging.join(&name), format.layout, format.file)?;
         writers.insert(split, (name, writer, 0u64));
     }
-    let mut sink = Sink {
-        writers,
-        tokenizer,
-        layout: format.layout,
-        counts: Counts { selection: plan.preview.clone(), ..Default::default() },
-    };
+    let mut sink =
+        Sink { writers, rows, counts: Counts { selection: plan.preview.clone(), ..Default::default() } };
 
     let mut done = 0i64;
     for chunk in plan.samples.chunks(BATCH) {
@@ -302,11 +391,17 @@ async fn write_all(
         }
         let ids: Vec<i64> = chunk.iter().map(|s| s.id).collect();
         let rows = selection::fetch(pool, &ids).await?;
+        let captured = match sink.rows {
+            RowMaker::Captured { .. } => captured::fetch(pool, &ids).await?,
+            _ => Default::default(),
+        };
         let splits: BTreeMap<i64, Split> = chunk.iter().map(|s| (s.id, s.split)).collect();
-        let mut batch = Vec::with_capacity(rows.len());
+        let mut batch =
+            Batch { conversations: Vec::with_capacity(rows.len()), captured, sample_ids: Vec::new() };
         for row in rows {
             let split = splits[&row.id];
-            batch.push((split, conversation::from_row(row, format.reasoning)?));
+            batch.sample_ids.push(row.id);
+            batch.conversations.push((split, conversation::from_row(row, format.reasoning)?));
         }
         let (returned, result) = tokio::task::spawn_blocking(move || {
             let result = sink.write(batch);

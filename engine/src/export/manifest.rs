@@ -25,6 +25,9 @@ pub struct Manifest {
     /// without tokenized rows.
     #[serde(default)]
     pub template_date: Option<String>,
+    /// Where tokenized rows' ids came from; none for conversation layouts.
+    #[serde(default)]
+    pub token_source: Option<TokenSourceUsed>,
     pub counts: Counts,
     pub files: Vec<FileEntry>,
 }
@@ -36,6 +39,16 @@ pub struct RunProvenance {
     pub name: String,
     pub dataset: String,
     pub settings: serde_json::Value,
+}
+
+/// What tokenized rows were made from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenSourceUsed {
+    /// The ids the server reported for each request: exactly what the target model saw and wrote.
+    Captured,
+    /// The stored conversation rendered with the chat template and encoded with the tokenizer.
+    Retokenized,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -55,6 +68,9 @@ pub struct Counts {
     /// differently once later turns follow (Qwen3 drops earlier reasoning; see docs/export.md).
     #[serde(default)]
     pub unsupervised_turns: u64,
+    /// Requests whose captured ids became rows (a sample regenerated turn by turn has several).
+    #[serde(default)]
+    pub captured_requests: u64,
     /// Tokens in the tokenized rows, and those under the loss mask.
     pub input_tokens: u64,
     pub loss_tokens: u64,

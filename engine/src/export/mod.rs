@@ -5,12 +5,16 @@
 //! - `conversation`: a sample's conversation shaped for export (reasoning style, stable id).
 //! - `template`, `spans` and `tokenize`: the target's chat template rendered as transformers
 //!   renders it, what the loss mask supervises, and the tokenized rows.
+//! - `captured`: tokenized rows from the ids the server reported, the default when every
+//!   selected sample has them.
+//! - `training_view`: a sample's tokenized row decoded for the review page.
 //! - `writer`: JSONL and Parquet data files.
 //! - `destination`: storage roots, S3, staging and the atomic commit.
 //! - `manifest`: provenance, counts and file hashes.
 //! - `job`: the background job with progress and cancellation.
 //! - `store`: listing exports and saved presets.
 
+pub mod captured;
 pub mod conversation;
 pub mod destination;
 pub mod job;
@@ -21,6 +25,7 @@ pub mod spans;
 pub mod store;
 pub mod template;
 pub mod tokenize;
+pub mod training_view;
 pub mod writer;
 
 pub use destination::{S3Options, Storage};

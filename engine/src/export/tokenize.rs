@@ -3,6 +3,7 @@
 //! over the characters `spans` supervises. A token is supervised when it overlaps a supervised
 //! span, the rule of transformers' `return_assistant_tokens_mask`.
 
+use super::captured::Limit;
 use super::conversation::Conversation;
 use super::spans::{self, AddedTokens, Supervised};
 use super::template::ChatTemplate;
@@ -51,8 +52,7 @@ pub struct RowTokenizer {
     tokenizer: Tokenizer,
     template: ChatTemplate,
     added: AddedTokens,
-    max_length: usize,
-    overlong: Overlong,
+    limit: Limit,
 }
 
 impl RowTokenizer {
@@ -85,7 +85,8 @@ impl RowTokenizer {
         overlong: Overlong,
     ) -> Result<Self> {
         let added = AddedTokens::new(tokenizer.get_added_tokens_decoder().into_values().map(|t| t.content));
-        Ok(Self { tokenizer, template, added, max_length: max_length as usize, overlong })
+        let limit = Limit { max_length: max_length as usize, overlong };
+        Ok(Self { tokenizer, template, added, limit })
     }
 
     /// The date `strftime_now` renders, for the manifest.
@@ -159,26 +160,11 @@ impl RowTokenizer {
     }
 
     fn finish(&self, id: String, encoding: &tokenizers::Encoding, supervised: &Supervised) -> Outcome {
-        let mut input_ids = encoding.get_ids().to_vec();
-        let mut loss_mask = mask(encoding.get_offsets(), &supervised.spans);
-        let truncated = input_ids.len() > self.max_length;
-        if truncated {
-            match self.overlong {
-                Overlong::Drop => return Outcome::DroppedOverlong,
-                Overlong::Truncate => {
-                    input_ids.truncate(self.max_length);
-                    loss_mask.truncate(self.max_length);
-                }
-            }
-        }
-        if !loss_mask.contains(&1) {
-            return Outcome::DroppedNoLoss;
-        }
-        Outcome::Row(Tokenized {
+        self.limit.apply(Tokenized {
             id,
-            input_ids,
-            loss_mask,
-            truncated,
+            input_ids: encoding.get_ids().to_vec(),
+            loss_mask: mask(encoding.get_offsets(), &supervised.spans),
+            truncated: false,
             unsupervised_turns: supervised.unsupervised_turns,
         })
     }

@@ -89,8 +89,8 @@ mod tests {
     #[test]
     fn damaged_records_are_refused() {
         let mut packed = pack(&[5, 6, 7]);
-        packed[1] = 4;
-        assert!(unpack(&packed).unwrap_err().contains("for 4 ids"));
+        packed[1] = 9;
+        assert!(unpack(&packed).unwrap_err().contains("for 9 ids"));
         assert!(unpack(&[]).is_err());
         assert!(unpack(&[40, 0, 0, 0, 0]).unwrap_err().contains("40 bits"));
     }

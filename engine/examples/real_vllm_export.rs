@@ -1,0 +1,211 @@
+//! Checks pre-tokenized exports against a real vLLM server (not a test: CI has no vLLM; run by
+//! `scripts/real-vllm-check.sh`). A run of PROMPTS conversations (half single-turn, half two
+//! user turns regenerated turn by turn) at temperature 0 is exported from the captured ids, one
+//! row per request, and every row is compared with what the server says itself:
+//!
+//! - the row's prompt part with the server's `/tokenize` of the same messages (vLLM 0.32 answers
+//!   `/v1/chat/completions/render` only with `--enable-scale-out`, so `/tokenize` is the render
+//!   route it offers);
+//! - the row's completion part with the `token_ids` of the same request sent again, alone, at
+//!   temperature 0 (the run also sends one request at a time, so both see a batch of one);
+//! - our own render of the same turns (the model folder's chat template, as the re-tokenizing
+//!   export renders it) with the server's, row by row.
+//!
+//! Exits non-zero when an exported row differs from the server's ids.
+//!
+//!   REAL_VLLM_URL=http://127.0.0.1:8011 REAL_VLLM_MODEL_DIR=~/.cache/real-vllm/tiny-model \
+//!   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres \
+//!   cargo run --profile bench -p engine --example real_vllm_export -- [PROMPTS]
+
+use domain::export::*;
+use domain::generation::{Concurrency, SampleState, TurnMode};
+use engine::export::conversation::Conversation;
+use engine::export::tokenize::RowTokenizer;
+use engine::export::{job, S3Options, Storage};
+use engine::generation::conversation::Turn;
+use engine::testing::*;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::time::Duration;
+
+const MAX_TOKENS: u32 = 48;
+
+fn ids(value: &Value) -> Vec<u32> {
+    value
+        .as_array()
+        .map(|a| a.iter().filter_map(|v| v.as_u64()).map(|v| v as u32).collect())
+        .unwrap_or_default()
+}
+
+/// The messages of the request that produced assistant turn `index` (history answers without
+/// their reasoning, as generation sends them).
+fn request_messages(turns: &[Turn], index: usize) -> Value {
+    Value::Array(turns[..index].iter().map(|t| json!({"role": t.role, "content": t.content})).collect())
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let prompts: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(40);
+    let base = std::env::var("REAL_VLLM_URL").unwrap_or_else(|_| "http://127.0.0.1:8011".into());
+    let model_dir = PathBuf::from(std::env::var("REAL_VLLM_MODEL_DIR").map_err(|_| {
+        anyhow::anyhow!(
+            "set REAL_VLLM_MODEL_DIR to the served model's folder (tokenizer.json, tokenizer_config.json)"
+        )
+    })?);
+    let server = std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    let mut url = url::Url::parse(&server)?;
+    url.set_path("/postgres");
+    let admin = engine::db::connect(url.as_str(), 1).await?;
+    sqlx::query("DROP DATABASE IF EXISTS draft_studio_real_vllm_export WITH (FORCE)").execute(&admin).await?;
+    sqlx::query("CREATE DATABASE draft_studio_real_vllm_export").execute(&admin).await?;
+    url.set_path("/draft_studio_real_vllm_export");
+    let pool = engine::db::connect(url.as_str(), 8).await?;
+    engine::db::migrate(&pool).await?;
+
+    // Half single-turn questions, half two-turn conversations regenerated turn by turn.
+    let by = user(&pool).await;
+    let endpoint = endpoint_at(&pool, &base, by).await;
+    let single: Vec<String> =
+        (0..prompts.div_ceil(2)).map(|i| format!("Question {i}: what is {i} times 7?")).collect();
+    let single_set = dataset_of(&pool, &single).await;
+    let multi_set = dataset(&pool, 0).await;
+    for i in 0..prompts / 2 {
+        let messages = json!([
+            {"role": "user", "content": format!("Tell me about the number {i}.")},
+            {"role": "assistant", "content": "old"},
+            {"role": "user", "content": "And its square?"},
+            {"role": "assistant", "content": "old"}
+        ]);
+        sqlx::query(
+            "INSERT INTO dataset_rows (dataset_id, row_key, messages, content_hash, turn_count, prompt_chars)
+             VALUES ($1, $2, $3, $4, 4, 40)",
+        )
+        .bind(multi_set)
+        .bind(format!("mt-{i}"))
+        .bind(&messages)
+        .bind(format!("mt-{i}").into_bytes())
+        .execute(&pool)
+        .await?;
+    }
+    let mut runs_made = Vec::new();
+    for (set, turns) in [(single_set, TurnMode::LastAssistant), (multi_set, TurnMode::EveryAssistant)] {
+        let mut s = settings(vec![endpoint]);
+        s.model = "tiny".into();
+        s.max_tokens = MAX_TOKENS;
+        s.temperature = Some(0.0);
+        s.turns = turns;
+        s.concurrency = Concurrency::Fixed { limit: 1 };
+        s.idle_timeout_secs = 60;
+        runs_made.push(create_run(&pool, set, s, by).await);
+    }
+    let (stop, worker) = start_worker(&pool);
+    for &run in &runs_made {
+        wait_for_status(&pool, run, "completed", Duration::from_secs(1800)).await;
+    }
+    stop.cancel();
+    worker.await??;
+    let captured: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM samples WHERE captured_token_ids").fetch_one(&pool).await?;
+    println!("generated {prompts} conversations; {captured} came with the server's token ids");
+
+    let root = tempfile::tempdir()?;
+    let storage = Storage::new(vec![root.path().join("exports")], S3Options::default());
+    let spec = ExportSpec {
+        selection: ExportSelection {
+            // A random-weight model rarely stops before max_tokens: its cut answers count too.
+            outcomes: vec![SampleState::Ok, SampleState::Truncated],
+            ..ExportSelection::for_runs(runs_made.clone())
+        },
+        format: ExportFormat {
+            layout: Layout::Tokenized,
+            tokenization: Some(Tokenization {
+                tokenizer_dir: String::new(),
+                max_length: 1 << 20,
+                overlong: Overlong::Drop,
+                source: TokenSource::Captured,
+                turn_rows: TurnRows::PerTurn,
+            }),
+            ..Default::default()
+        },
+        destination: Destination::Directory { path: "out".into() },
+    };
+    let id = job::create(&pool, &spec, None, None).await?;
+    let status = job::run(&pool, &storage, id).await?;
+    let record = engine::export::store::get(&pool, id).await?;
+    anyhow::ensure!(status == ExportStatus::Completed, "the export failed: {:?}", record.error);
+    let file = root.path().join(format!("exports/out/export-{id}/train.jsonl"));
+    let rows: Vec<Value> =
+        std::fs::read_to_string(&file)?.lines().map(serde_json::from_str).collect::<Result<_, _>>()?;
+
+    // The conversations behind the rows, by export id.
+    let stored: Vec<(i64, String, Value)> = sqlx::query_as(
+        "SELECT s.run_id, r.row_key, s.messages FROM samples s JOIN dataset_rows r ON r.id = s.row_id
+         WHERE s.captured_token_ids",
+    )
+    .fetch_all(&pool)
+    .await?;
+    let ours = RowTokenizer::from_dir(&model_dir, 1 << 20, Overlong::Drop)?;
+    let http = reqwest::Client::new();
+    let (mut prompt_diff, mut completion_diff, mut render_diff, mut checked) = (0, 0, 0, 0);
+    for (run, key, messages) in stored {
+        let turns: Vec<Turn> = serde_json::from_value(messages)?;
+        let id = format!("{run}-{key}");
+        let assistant: Vec<usize> = (0..turns.len()).filter(|&i| turns[i].role == "assistant").collect();
+        let conversation = Conversation { id: id.clone(), thinking: None, turns: turns.clone() };
+        let our_prompts = ours.turn_prompts(&conversation)?;
+        for (k, &index) in assistant.iter().enumerate() {
+            let row_id = if assistant.len() > 1 { format!("{id}_turn{k}") } else { id.clone() };
+            let Some(row) = rows.iter().find(|r| r["id"] == row_id.as_str()) else {
+                println!("{row_id}: no exported row");
+                completion_diff += 1;
+                continue;
+            };
+            let input = ids(&row["input_ids"]);
+            let mask = ids(&row["loss_mask"]);
+            let split = mask.iter().position(|&m| m == 1).unwrap_or(input.len());
+            let (prompt, completion) = input.split_at(split);
+            let sent = request_messages(&turns, index);
+            let tokenized: Value = http
+                .post(format!("{base}/tokenize"))
+                .json(&json!({"model": "tiny", "messages": sent, "add_generation_prompt": true}))
+                .send()
+                .await?
+                .json()
+                .await?;
+            if ids(&tokenized["tokens"]) != prompt {
+                prompt_diff += 1;
+                println!("{row_id}: the prompt differs from the server's /tokenize");
+            }
+            let again: Value = http
+                .post(format!("{base}/v1/chat/completions"))
+                .json(
+                    &json!({"model": "tiny", "messages": sent, "max_tokens": MAX_TOKENS, "temperature": 0.0,
+                              "return_token_ids": true}),
+                )
+                .send()
+                .await?
+                .json()
+                .await?;
+            if ids(&again["choices"][0]["token_ids"]) != completion {
+                completion_diff += 1;
+                println!("{row_id}: the completion differs from the same request sent again");
+            }
+            match our_prompts.iter().find(|p| p.turn == index) {
+                Some(p) if p.input_ids == prompt => {}
+                _ => {
+                    render_diff += 1;
+                    println!("{row_id}: our render of the prompt differs from the server's");
+                }
+            }
+            checked += 1;
+        }
+    }
+    println!(
+        "{checked} rows checked against the server: prompt ids differ in {prompt_diff}, completion ids in \
+         {completion_diff}; our own render of the prompt differs from the server's in {render_diff}"
+    );
+    anyhow::ensure!(checked > 0, "no row was checked");
+    anyhow::ensure!(prompt_diff + completion_diff == 0, "exported rows differ from the server's ids");
+    Ok(())
+}
