@@ -14,7 +14,64 @@ pub enum ReviewFilter {
     NotRejected,
     /// Review state is ignored.
     All,
+    /// Everything a reviewer neither rejected nor flagged (unreviewed ones included): where a
+    /// new export starts.
+    NotRejectedOrFlagged,
 }
+
+impl ReviewFilter {
+    pub const ALL: [ReviewFilter; 4] = [
+        ReviewFilter::NotRejectedOrFlagged,
+        ReviewFilter::ApprovedOnly,
+        ReviewFilter::NotRejected,
+        ReviewFilter::All,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReviewFilter::ApprovedOnly => "approved_only",
+            ReviewFilter::NotRejected => "not_rejected",
+            ReviewFilter::All => "all",
+            ReviewFilter::NotRejectedOrFlagged => "not_rejected_or_flagged",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|f| f.as_str() == s)
+    }
+
+    /// What the export form says.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ReviewFilter::NotRejectedOrFlagged => {
+                "not rejected or flagged by a reviewer (unreviewed included)"
+            }
+            ReviewFilter::ApprovedOnly => "approved only",
+            ReviewFilter::NotRejected => "not rejected (flagged and unreviewed included)",
+            ReviewFilter::All => "every review state (rejected included)",
+        }
+    }
+
+    /// Whether samples a reviewer rejected are left out.
+    pub fn drops_rejected(self) -> bool {
+        self != ReviewFilter::All
+    }
+
+    /// Whether samples a reviewer flagged are left out.
+    pub fn drops_flagged(self) -> bool {
+        matches!(self, ReviewFilter::ApprovedOnly | ReviewFilter::NotRejectedOrFlagged)
+    }
+
+    /// Whether samples nobody reviewed are left out.
+    pub fn drops_unreviewed(self) -> bool {
+        self == ReviewFilter::ApprovedOnly
+    }
+}
+
+/// The flags the engine sets on a result that is not fit to train on (a cut or empty answer,
+/// a repetition loop, leftover think markers): left out of a new export unless asked for.
+pub const PROBLEM_FLAGS: [&str; 5] =
+    ["truncated", "empty_answer", "reasoning_only", "repetition", "think_markers"];
 
 /// The thinking / non-thinking mix of the exported set.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -40,41 +97,72 @@ pub enum Duplicates {
     Keep,
 }
 
-/// Which samples an export takes.
+/// Which samples an export takes. Fields added after the first release have defaults that keep
+/// a stored spec meaning what it meant.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ExportSelection {
     pub run_ids: Vec<i64>,
     /// Outcomes to take; by default only `ok`.
+    #[serde(default = "default_outcomes")]
     pub outcomes: Vec<SampleState>,
     pub review: ReviewFilter,
     /// Samples carrying any of these flags (set by a reviewer or by the engine) are left out.
     #[serde(default)]
     pub excluded_flags: Vec<String>,
     /// Dataset row categories to take; empty takes every category.
+    #[serde(default)]
     pub categories: Vec<String>,
     /// Bounds on completion tokens (inclusive).
+    #[serde(default)]
     pub min_completion_tokens: Option<u32>,
+    #[serde(default)]
     pub max_completion_tokens: Option<u32>,
+    #[serde(default = "default_duplicates")]
     pub duplicates: Duplicates,
+    #[serde(default = "default_thinking_mix")]
     pub thinking: ThinkingMix,
     /// Seeds the thinking mix and the train/validation split: the same seed picks the same rows.
+    #[serde(default = "default_seed")]
     pub seed: u64,
 }
 
+fn default_outcomes() -> Vec<SampleState> {
+    vec![SampleState::Ok]
+}
+
+fn default_duplicates() -> Duplicates {
+    Duplicates::Remove
+}
+
+fn default_thinking_mix() -> ThinkingMix {
+    ThinkingMix::Any
+}
+
+fn default_seed() -> u64 {
+    42
+}
+
 impl ExportSelection {
+    /// Where a new export or preset starts: finished `ok` samples no reviewer rejected or
+    /// flagged, without the engine's problem flags, duplicates removed.
     pub fn for_runs(run_ids: Vec<i64>) -> Self {
         Self {
             run_ids,
-            outcomes: vec![SampleState::Ok],
-            review: ReviewFilter::All,
-            excluded_flags: Vec::new(),
+            outcomes: default_outcomes(),
+            review: ReviewFilter::NotRejectedOrFlagged,
+            excluded_flags: PROBLEM_FLAGS.iter().map(|f| f.to_string()).collect(),
             categories: Vec::new(),
             min_completion_tokens: None,
             max_completion_tokens: None,
-            duplicates: Duplicates::Remove,
-            thinking: ThinkingMix::Any,
-            seed: 42,
+            duplicates: default_duplicates(),
+            thinking: default_thinking_mix(),
+            seed: default_seed(),
         }
+    }
+
+    /// The same selection, approved samples only.
+    pub fn approved_only(self) -> Self {
+        Self { review: ReviewFilter::ApprovedOnly, ..self }
     }
 }
 
@@ -171,12 +259,24 @@ pub struct Tokenization {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ExportFormat {
     pub layout: Layout,
+    #[serde(default = "default_file")]
     pub file: FileFormat,
+    #[serde(default = "default_reasoning")]
     pub reasoning: ReasoningStyle,
     /// Required for the tokenized layout.
+    #[serde(default)]
     pub tokenization: Option<Tokenization>,
     /// Share of rows (0 to 0.5) written to the validation file, chosen by the selection's seed.
+    #[serde(default)]
     pub validation_share: f64,
+}
+
+fn default_file() -> FileFormat {
+    FileFormat::Jsonl
+}
+
+fn default_reasoning() -> ReasoningStyle {
+    ReasoningStyle::Field
 }
 
 /// Conversations as JSONL, reasoning in its own field, no validation split: what SpecForge and
@@ -208,6 +308,12 @@ pub struct ExportSpec {
     pub selection: ExportSelection,
     pub format: ExportFormat,
     pub destination: Destination,
+}
+
+impl crate::stored::Stored for ExportSpec {
+    const WHAT: &'static str = "export settings";
+    /// 1: the first release (no `version`); 2: the `not_rejected_or_flagged` review filter.
+    const VERSION: u32 = 2;
 }
 
 impl ExportSpec {
@@ -276,6 +382,8 @@ impl ExportSpec {
 #[cfg_attr(feature = "sqlx", derive(sqlx::Type))]
 #[cfg_attr(feature = "sqlx", sqlx(type_name = "export_status", rename_all = "snake_case"))]
 pub enum ExportStatus {
+    /// Waiting for a process (the web server or a `draft-studio worker`) to claim it.
+    Queued,
     Running,
     Completed,
     Failed,
@@ -285,6 +393,7 @@ pub enum ExportStatus {
 impl ExportStatus {
     pub fn as_str(self) -> &'static str {
         match self {
+            ExportStatus::Queued => "queued",
             ExportStatus::Running => "running",
             ExportStatus::Completed => "completed",
             ExportStatus::Failed => "failed",
@@ -304,6 +413,16 @@ impl fmt::Display for ExportStatus {
 pub struct ExportPreview {
     /// Samples matching the filters.
     pub matched: u64,
+    /// Samples of the chosen runs, outcomes, categories and token range that the review and
+    /// flag filters left out, each counted once under the first that applies: rejected by a
+    /// reviewer, flagged (by a reviewer, or carrying an excluded flag), unreviewed (approved
+    /// only). `matched` plus these three is every candidate.
+    #[serde(default)]
+    pub rejected_removed: u64,
+    #[serde(default)]
+    pub flagged_removed: u64,
+    #[serde(default)]
+    pub unreviewed_removed: u64,
     pub duplicates_removed: u64,
     /// Samples left out to reach the thinking mix.
     pub mix_removed: u64,

@@ -67,26 +67,39 @@ pub enum Selection {
     },
 }
 
-/// Everything a run sends and how it behaves. Stored with the run as JSON.
+/// Everything a run sends and how it behaves. Stored with the run as versioned JSON
+/// (`stored::to_stored`); every field added after the first release has a default, so a run
+/// stored by an older release still runs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunSettings {
     pub model: String,
     pub endpoint_ids: Vec<i64>,
     pub max_tokens: u32,
+    #[serde(default)]
     pub temperature: Option<f64>,
+    #[serde(default)]
     pub top_p: Option<f64>,
+    #[serde(default)]
     pub seed: Option<i64>,
+    #[serde(default)]
     pub system_prompt: Option<String>,
+    #[serde(default = "default_thinking")]
     pub thinking: Thinking,
+    #[serde(default = "default_turns")]
     pub turns: TurnMode,
+    #[serde(default = "default_concurrency")]
     pub concurrency: Concurrency,
     /// A request is cut only when no token arrives for this long.
+    #[serde(default = "default_idle_timeout")]
     pub idle_timeout_secs: u32,
     /// Optional cap on one request's total time, for servers that must not be held forever.
+    #[serde(default)]
     pub deadline_secs: Option<u32>,
     /// Tries per sample, the first included.
+    #[serde(default = "default_max_attempts")]
     pub max_attempts: u32,
     /// Ask the server to send a chunk every this many tokens (servers without it ignore it).
+    #[serde(default = "default_stream_interval")]
     pub stream_interval: u32,
     /// This run's part of a shared endpoint's adaptive capacity against other runs on it:
     /// a run of weight 2 gets twice the requests of a run of weight 1.
@@ -98,11 +111,42 @@ fn default_weight() -> u32 {
     RunSettings::DEFAULT_WEIGHT
 }
 
+fn default_thinking() -> Thinking {
+    Thinking::ServerDefault
+}
+
+fn default_turns() -> TurnMode {
+    TurnMode::LastAssistant
+}
+
+fn default_concurrency() -> Concurrency {
+    RunSettings::DEFAULT_CONCURRENCY
+}
+
+fn default_idle_timeout() -> u32 {
+    RunSettings::DEFAULT_IDLE_TIMEOUT_SECS
+}
+
+fn default_max_attempts() -> u32 {
+    RunSettings::DEFAULT_MAX_ATTEMPTS
+}
+
+fn default_stream_interval() -> u32 {
+    RunSettings::DEFAULT_STREAM_INTERVAL
+}
+
+impl crate::stored::Stored for RunSettings {
+    const WHAT: &'static str = "run settings";
+    /// 1: the first release (no `weight`, no `version`); 2: `weight`.
+    const VERSION: u32 = 2;
+}
+
 impl RunSettings {
     pub const DEFAULT_IDLE_TIMEOUT_SECS: u32 = 120;
     pub const DEFAULT_MAX_ATTEMPTS: u32 = 5;
     pub const DEFAULT_STREAM_INTERVAL: u32 = 16;
     pub const DEFAULT_WEIGHT: u32 = 1;
+    pub const DEFAULT_CONCURRENCY: Concurrency = Concurrency::Adaptive { min: 4, max: 512 };
 
     pub fn with_defaults(model: impl Into<String>, endpoint_ids: Vec<i64>, max_tokens: u32) -> Self {
         Self {
@@ -115,7 +159,7 @@ impl RunSettings {
             system_prompt: None,
             thinking: Thinking::ServerDefault,
             turns: TurnMode::LastAssistant,
-            concurrency: Concurrency::Adaptive { min: 4, max: 512 },
+            concurrency: Self::DEFAULT_CONCURRENCY,
             idle_timeout_secs: Self::DEFAULT_IDLE_TIMEOUT_SECS,
             deadline_secs: None,
             max_attempts: Self::DEFAULT_MAX_ATTEMPTS,

@@ -83,7 +83,10 @@ pub enum ReviewEventKind {
     Decision,
     Bulk,
     Undo,
+    /// A reviewer sent the sample back for generation; its decision was dropped.
     Regenerate,
+    /// A retry pass re-queued the sample; its decision was dropped.
+    Requeue,
 }
 
 impl ReviewEventKind {
@@ -93,6 +96,7 @@ impl ReviewEventKind {
             ReviewEventKind::Bulk => "bulk",
             ReviewEventKind::Undo => "undo",
             ReviewEventKind::Regenerate => "regenerate",
+            ReviewEventKind::Requeue => "requeue",
         }
     }
 }
@@ -305,6 +309,9 @@ pub struct SampleRow {
     pub reviewer: Option<String>,
     /// The start of the last user turn.
     pub preview: String,
+    /// The sample was generated again after a reviewer's decision, which was dropped.
+    #[serde(default)]
+    pub regenerated_since_decision: bool,
 }
 
 /// One page of the list and the key to fetch the next one.
@@ -423,6 +430,45 @@ pub struct SampleDetail {
     pub events: Vec<ReviewEventView>,
     /// Whether the last decision can be undone now.
     pub can_undo: bool,
+    /// Set when the sample was generated again after a decision (the decision was dropped and
+    /// it waits for a new one).
+    #[serde(default)]
+    pub regenerated_since: Option<RegeneratedSince>,
+}
+
+/// A decision dropped because its sample was sent back for generation after it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegeneratedSince {
+    /// What the reviewer had decided, who, and when.
+    pub decision: ReviewState,
+    pub reviewer: Option<String>,
+    pub decided_at: Option<OffsetDateTime>,
+    /// A regeneration or a retry pass, and when.
+    pub kind: ReviewEventKind,
+    pub at: OffsetDateTime,
+    /// Whether the current text differs from the one decided on (false while the new result
+    /// is still on its way, or when it came back identical).
+    pub text_changed: bool,
+}
+
+impl RegeneratedSince {
+    /// What the review pages say about it.
+    pub fn describe(&self) -> String {
+        let who = self.reviewer.as_deref().unwrap_or("a reviewer");
+        let why = match self.kind {
+            ReviewEventKind::Requeue => "a retry pass generated it again",
+            _ => "it was sent back for generation",
+        };
+        let now = if self.text_changed {
+            "the text is new: review it again"
+        } else {
+            "the new result has the same text, or has not arrived yet"
+        };
+        format!(
+            "Regenerated since your decision: {who} had {} it, then {why}; {now}.",
+            self.decision.as_str()
+        )
+    }
 }
 
 /// A reviewer's progress in queue mode.

@@ -66,11 +66,19 @@ pub async fn check(pool: &PgPool, http: &reqwest::Client, id: i64) -> Result<End
         Err(e) => (None, Some(e)),
     };
     let models_json = models.map(|m| serde_json::to_value(m).expect("models serialize"));
+    // Recorded for export manifests; a server without `/version` is not an error.
+    let version = match &error {
+        None => target.client(http.clone())?.version().await.ok().flatten(),
+        Some(_) => None,
+    };
     sqlx::query!(
-        "UPDATE endpoints SET models = COALESCE($2, models), checked_at = now(), check_error = $3 WHERE id = $1",
+        "UPDATE endpoints SET models = COALESCE($2, models), checked_at = now(), check_error = $3,
+                server_version = COALESCE($4, server_version)
+         WHERE id = $1",
         id,
         models_json,
-        error
+        error,
+        version
     )
     .execute(pool)
     .await?;
@@ -138,7 +146,7 @@ async fn runs_by_endpoint(pool: &PgPool) -> Result<HashMap<i64, Vec<EndpointRun>
     .await?;
     let mut by_endpoint: HashMap<i64, Vec<EndpointRun>> = HashMap::new();
     for row in rows {
-        let weight = serde_json::from_value::<RunSettings>(row.settings)
+        let weight = domain::stored::from_stored::<RunSettings>(row.settings)
             .map_or(RunSettings::DEFAULT_WEIGHT, |s| s.weight);
         by_endpoint.entry(row.endpoint_id).or_default().push(EndpointRun {
             run_id: row.id,

@@ -13,6 +13,7 @@ pub mod export;
 pub mod generation;
 pub mod metrics;
 pub mod review;
+pub mod samples;
 pub mod services;
 #[cfg(feature = "test-support")]
 pub mod testing;

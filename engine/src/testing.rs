@@ -240,7 +240,7 @@ pub async fn finished_run(pool: &PgPool, samples: &[SeedSample]) -> i64 {
     .fetch_one(pool)
     .await
     .unwrap();
-    let settings = serde_json::to_value(RunSettings::with_defaults(MODEL, vec![], 2048)).unwrap();
+    let settings = domain::stored::to_stored(&RunSettings::with_defaults(MODEL, vec![], 2048));
     let run: i64 = sqlx::query_scalar(
         "INSERT INTO runs (name, dataset_id, status, settings, selection, sample_count, finished_at)
          VALUES ('export test run', $1, 'completed', $2, '{\"mode\":\"all\"}', $3, now()) RETURNING id",

@@ -205,6 +205,9 @@ async fn review_states_and_flags_decide_what_is_exported(pool: sqlx::PgPool) {
 
     let mut s = ExportSelection::for_runs(vec![run]);
     s.duplicates = Duplicates::Keep;
+    // Every review state and no excluded flag (a new export starts from safer defaults).
+    s.review = ReviewFilter::All;
+    s.excluded_flags.clear();
     let selected = |p: engine::export::selection::Plan| p.samples.iter().map(|x| x.id).collect::<Vec<_>>();
     let all = selection::plan(&pool, &s, 0.0).await.unwrap();
     let by_review: Vec<(String, u64)> =

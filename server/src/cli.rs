@@ -18,7 +18,7 @@ pub enum Command {
         #[arg(long)]
         no_workers: bool,
     },
-    /// Run generation workers only, with no web UI (any host that reaches the database).
+    /// Run generation workers and export jobs only, with no web UI (any host that reaches the database).
     Worker,
     /// Apply database migrations and exit.
     Migrate,

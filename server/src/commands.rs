@@ -80,6 +80,9 @@ async fn serve(config: Config, no_workers: bool, shutdown: CancellationToken) ->
     if config.run_workers && !no_workers {
         tasks.spawn(run_worker(&config, &services, shutdown.clone()));
     }
+    // Export jobs run here as they always did (and in any `draft-studio worker`): this also takes
+    // over or ends the jobs of processes that died.
+    tasks.spawn(run_export_jobs(&services, shutdown.clone()));
 
     let listener = tokio::net::TcpListener::bind(config.bind).await.with_context(|| {
         format!("cannot listen on {} (DS_BIND): is another server already using it?", config.bind)
@@ -118,12 +121,22 @@ fn run_worker(
     }
 }
 
-/// `draft-studio worker`: generation only, until SIGTERM or Ctrl-C.
+/// Export jobs claimed from the database, until `stop` (a job in progress goes back to the queue).
+fn run_export_jobs(services: &Services, stop: CancellationToken) -> impl std::future::Future<Output = ()> {
+    engine::export::runner::work(
+        services.pool.clone(),
+        services.export_storage.clone(),
+        engine::export::runner::JobOptions::default(),
+        stop,
+    )
+}
+
+/// `draft-studio worker`: generation and export jobs, no web UI, until SIGTERM or Ctrl-C.
 async fn worker(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
     let pool = open_database(&config).await?;
-    let services = Services::new(pool);
+    let services = Services::new(pool).with_export_roots(config.export_roots.clone());
     println!("Draft Studio worker running; stop it with Ctrl-C or SIGTERM");
-    run_worker(&config, &services, shutdown).await;
+    tokio::join!(run_worker(&config, &services, shutdown.clone()), run_export_jobs(&services, shutdown));
     tracing::info!("stopped");
     Ok(())
 }

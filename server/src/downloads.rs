@@ -59,7 +59,7 @@ async fn download(State(state): State<AppState>, Path((id, name)): Path<(i64, St
             format!("export {id} is {}: only a completed export's files can be downloaded", record.status),
         );
     }
-    let spec: Option<ExportSpec> = serde_json::from_value(record.spec).ok();
+    let spec: Option<ExportSpec> = domain::stored::from_stored(record.spec).ok();
     if let Some(Destination::S3 { .. }) = spec.map(|s| s.destination) {
         return refuse(
             StatusCode::NOT_FOUND,

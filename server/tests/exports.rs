@@ -213,7 +213,7 @@ async fn a_saved_preset_exports_in_one_call_and_lists_its_files(pool: sqlx::PgPo
         assert_eq!(status, StatusCode::OK, "{body}");
         let list: Vec<app::exports::api::ExportItem> = serde_json::from_str(&body).unwrap();
         let found = list.into_iter().find(|e| e.id == export).expect("the export is listed");
-        if found.status != ExportStatus::Running {
+        if !matches!(found.status, ExportStatus::Running | ExportStatus::Queued) {
             item = Some(found);
             break;
         }

@@ -144,7 +144,18 @@ fn BuilderForm(
                 </fieldset>
                 <div class="stack">
                     <Choice form label="Review states" name="review" get=|f| &f.review set=|f, v| f.review = v
-                        options=&[("approved_only", "approved only"), ("not_rejected", "all but rejected"), ("all", "all review states")]/>
+                        options=&[
+                            ("not_rejected_or_flagged", "all but rejected or flagged"),
+                            ("approved_only", "approved only"),
+                            ("not_rejected", "all but rejected"),
+                            ("all", "all review states, rejected included"),
+                        ]/>
+                    <button type="button" class="link" data-testid="approved-only"
+                        title="only samples a reviewer approved"
+                        disabled=move || form.with(|f| f.review == "approved_only")
+                        on:click=move |_| form.update(|f| f.review = "approved_only".into())>
+                        "Approved only"
+                    </button>
                     <fieldset class="checks">
                         <legend>"Outcomes"</legend>
                         {SampleState::OUTCOMES.into_iter().map(|state| view! {
@@ -281,6 +292,9 @@ fn PreviewFigures(p: ExportPreview, stale: Signal<bool>) -> impl IntoView {
             <div class="kpis">
                 {kpi("samples exported", n(p.selected), "preview-selected")}
                 {kpi("matched the filters", n(p.matched), "preview-matched")}
+                {kpi("rejected, left out", n(p.rejected_removed), "preview-rejected")}
+                {kpi("flagged, left out", n(p.flagged_removed), "preview-flagged")}
+                {kpi("unreviewed, left out", n(p.unreviewed_removed), "preview-unreviewed")}
                 {kpi("duplicates removed", n(p.duplicates_removed), "preview-duplicates")}
                 {kpi("left out for the mix", n(p.mix_removed), "preview-mix")}
                 {kpi("train / validation", format!("{} / {}", n(p.train), n(p.validation)), "preview-split")}

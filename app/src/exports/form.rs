@@ -12,7 +12,7 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ExportForm {
     pub run_ids: Vec<i64>,
-    /// `approved_only`, `not_rejected` or `all`.
+    /// `not_rejected_or_flagged`, `approved_only`, `not_rejected` or `all`.
     pub review: String,
     pub outcomes: Vec<SampleState>,
     /// Flag codes whose samples are left out.
@@ -50,7 +50,8 @@ pub struct ExportForm {
 }
 
 impl Default for ExportForm {
-    /// The engine's defaults: `ok` samples only, duplicates removed, every thinking mode.
+    /// The engine's defaults: `ok` samples no reviewer rejected or flagged, without the engine's
+    /// problem flags, duplicates removed, every thinking mode.
     fn default() -> Self {
         Self::from_spec(&ExportSpec {
             selection: ExportSelection::for_runs(Vec::new()),
@@ -226,7 +227,7 @@ impl ExportForm {
         let selection = ExportSelection {
             run_ids: self.run_ids.clone(),
             outcomes: self.outcomes.clone(),
-            review: review.unwrap_or(ReviewFilter::All),
+            review: review.unwrap_or(ReviewFilter::NotRejectedOrFlagged),
             categories,
             min_completion_tokens: optional_number(&self.min_tokens, "the minimum completion tokens", p),
             max_completion_tokens: optional_number(&self.max_tokens, "the maximum completion tokens", p),

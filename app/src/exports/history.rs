@@ -46,6 +46,7 @@ pub fn History(
 
 fn status_class(status: ExportStatus) -> &'static str {
     match status {
+        ExportStatus::Queued => "badge status-paused",
         ExportStatus::Running => "badge status-running",
         ExportStatus::Completed => "badge status-completed",
         ExportStatus::Failed => "badge bad",
@@ -56,12 +57,15 @@ fn status_class(status: ExportStatus) -> &'static str {
 #[component]
 fn ExportRow(e: ExportItem, cancel: ServerAction<CancelExport>) -> impl IntoView {
     let id = e.id;
-    let running = e.status == ExportStatus::Running;
+    let running = matches!(e.status, ExportStatus::Running | ExportStatus::Queued);
     let progress = if running {
         let total = e.rows_total.unwrap_or(0);
         let share = if total > 0 { e.rows_done as f64 / total as f64 * 100.0 } else { 0.0 };
         let text = match e.rows_total {
             Some(total) => format!("{} / {}", thousands(e.rows_done), thousands(total)),
+            None if e.status == ExportStatus::Queued => {
+                "queued: waiting for a server or `draft-studio worker` to take it".to_string()
+            }
             None => "choosing samples…".to_string(),
         };
         view! {

@@ -29,7 +29,7 @@ pub fn ExportsPage() -> impl IntoView {
     let running = Memo::new(move |_| {
         exports
             .get()
-            .is_some_and(|r| matches!(r, Ok(list) if list.iter().any(|e| e.status == ExportStatus::Running)))
+            .is_some_and(|r| matches!(r, Ok(list) if list.iter().any(|e| matches!(e.status, ExportStatus::Running | ExportStatus::Queued))))
     });
     every(Duration::from_secs(2), move || {
         if running.get_untracked() {

@@ -143,6 +143,9 @@ pub fn ReviewListPage() -> impl IntoView {
                                                         <td>
                                                             <span class=format::review_class(r.review_state)>{r.review_state.as_str()}</span>
                                                             {r.reviewer.clone().map(|u| format!(" {u}"))}
+                                                            {r.regenerated_since_decision.then(|| view! {
+                                                                " " <span class="badge warn" title="the sample was generated again after a decision; the decision was dropped">"regenerated since your decision"</span>
+                                                            })}
                                                         </td>
                                                         <td class="num">{format::tokens(r.prompt_tokens)}</td>
                                                         <td class="num">{format::tokens(r.reasoning_tokens)}</td>

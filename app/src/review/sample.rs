@@ -331,6 +331,12 @@ fn SampleBody(d: SampleDetail, raw: RwSignal<bool>) -> impl IntoView {
             {d.reviewed_at.map(|at| view! { " " <RelativeTime at/> })}
         </p>
         {d.note.clone().map(|n| view! { <p class="saved-note">"Note: " {n}</p> })}
+        {d.regenerated_since.clone().map(|r| view! {
+            <p class="regenerated-note" role="status" data-testid="regenerated-since">
+                {r.describe()} " "
+                {r.decided_at.map(|at| view! { <span class="muted">"Decided " <RelativeTime at/>"."</span> })}
+            </p>
+        })}
         <section class="conversation" aria-label="Conversation">
             {d.turns.into_iter().map(|t| view! { <TurnView turn=t/> }).collect_view()}
             <div class="turn turn-assistant generated">
@@ -436,6 +442,7 @@ fn EventItem(e: ReviewEventView) -> impl IntoView {
         ReviewEventKind::Bulk => "decided in bulk",
         ReviewEventKind::Undo => "undid",
         ReviewEventKind::Regenerate => "regenerated",
+        ReviewEventKind::Requeue => "re-queued by a retry pass",
     };
     view! {
         <li class:undone=e.undone>

@@ -52,7 +52,7 @@ pub async fn list(pool: &PgPool, limit: i64) -> crate::Result<Vec<RunListItem>> 
         .into_iter()
         .map(|r| {
             let model =
-                serde_json::from_value::<RunSettings>(r.settings).map(|s| s.model).unwrap_or_default();
+                domain::stored::from_stored::<RunSettings>(r.settings).map(|s| s.model).unwrap_or_default();
             RunListItem {
                 id: r.id,
                 name: r.name,

@@ -56,8 +56,7 @@ pub async fn read(
     .fetch_optional(pool)
     .await?
     .ok_or(crate::Error::NotFound("run"))?;
-    let settings: RunSettings =
-        serde_json::from_value(run.settings).map_err(|e| crate::Error::Internal(e.into()))?;
+    let settings: RunSettings = domain::stored::from_stored(run.settings).map_err(crate::Error::Invalid)?;
     let counts = counts(pool, run_id).await?;
 
     let rates = sqlx::query!(

@@ -7,6 +7,7 @@
 
 use crate::{Error, Result};
 use domain::export::Destination;
+use futures::TryStreamExt;
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, WriteMultipart};
@@ -135,17 +136,66 @@ impl Storage {
             }
             Destination::S3 { bucket, prefix } => {
                 let store = self.s3.store(bucket)?;
-                let prefix = prefix.trim().trim_matches('/');
-                if prefix.split('/').any(|part| part == "..") {
-                    return Err(Error::invalid(format!("{prefix}: prefixes with \"..\" are refused")));
-                }
-                let key_prefix = if prefix.is_empty() { name.clone() } else { format!("{prefix}/{name}") };
+                let key_prefix = key_prefix(prefix, &name)?;
                 let staging = self.staging.join(format!("{name}.partial"));
                 fresh_dir(&staging)?;
                 Ok(Target::S3 { staging, store, bucket: bucket.clone(), key_prefix })
             }
         }
     }
+}
+
+impl Storage {
+    /// Removes what an export that never finished may have left behind — its staging folder
+    /// beside a folder destination (or on this host for S3), and objects it had uploaded under
+    /// its S3 key — so that nothing partial stays in the destination.
+    pub async fn remove_leftovers(&self, destination: &Destination, export_id: i64) -> Result<()> {
+        let name = folder_name(export_id);
+        match destination {
+            Destination::Directory { path } => {
+                // A destination that cannot be resolved any more holds nothing of this export.
+                let Ok(parent) = self.resolve(path, false) else { return Ok(()) };
+                remove_dir(&parent.join(format!(".{name}.partial"))).await
+            }
+            Destination::S3 { bucket, prefix } => {
+                remove_dir(&self.staging.join(format!("{name}.partial"))).await?;
+                let store = self.s3.store(bucket)?;
+                let key = ObjectPath::from(format!("{}/", key_prefix(prefix, &name)?));
+                let keys: Vec<ObjectPath> = store
+                    .list(Some(&key))
+                    .map_ok(|meta| meta.location)
+                    .try_collect()
+                    .await
+                    .map_err(|e| Error::invalid(format!("listing s3://{bucket}/{key} failed: {e}")))?;
+                for key in keys {
+                    store
+                        .delete(&key)
+                        .await
+                        .map_err(|e| Error::invalid(format!("deleting s3://{bucket}/{key} failed: {e}")))?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+async fn remove_dir(path: &Path) -> Result<()> {
+    match tokio::fs::remove_dir_all(path).await {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::Internal(anyhow::anyhow!(
+            "removing the unfinished export's staging folder {}: {e}",
+            path.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The key under which an S3 export lands: `<prefix>/export-<id>`.
+fn key_prefix(prefix: &str, name: &str) -> Result<String> {
+    let prefix = prefix.trim().trim_matches('/');
+    if prefix.split('/').any(|part| part == "..") {
+        return Err(Error::invalid(format!("{prefix}: prefixes with \"..\" are refused")));
+    }
+    Ok(if prefix.is_empty() { name.to_string() } else { format!("{prefix}/{name}") })
 }
 
 pub fn folder_name(export_id: i64) -> String {

@@ -1,10 +1,13 @@
-//! Export jobs: a row in `exports`, run in the background in batches with progress, cancellable,
-//! committed at the end or removed entirely.
+//! Export jobs: a row in `exports`, run in batches with progress, cancellable, committed at the
+//! end or removed entirely. Which process runs a job, under what lease, is `runner` and `lease`.
 
 use super::captured::{self, Limit};
 use super::conversation::{self, Conversation};
 use super::destination::{Storage, Target};
+use super::lease;
 use super::manifest::{self, Counts, FileEntry, Manifest};
+use super::provenance;
+use super::runner::{self, JobOptions};
 use super::selection::{self, Split};
 use super::tokenize::{Outcome, RowTokenizer};
 use super::writer::DataWriter;
@@ -31,7 +34,7 @@ pub async fn create(
     if !problems.is_empty() {
         return Err(Error::invalid(problems.join("; ")));
     }
-    let spec_json = serde_json::to_value(spec).map_err(|e| Error::Internal(e.into()))?;
+    let spec_json = domain::stored::to_stored(spec);
     let id = sqlx::query_scalar!(
         "INSERT INTO exports (spec, created_by, preset_id) VALUES ($1, $2, $3) RETURNING id",
         spec_json,
@@ -43,7 +46,8 @@ pub async fn create(
     Ok(id)
 }
 
-/// Records an export and runs it in the background.
+/// Records an export, claims it for this process and runs it in the background (a worker
+/// process takes it over if this one stops).
 pub async fn start(
     pool: &PgPool,
     storage: Arc<Storage>,
@@ -52,81 +56,33 @@ pub async fn start(
     preset_id: Option<i64>,
 ) -> Result<i64> {
     let id = create(pool, spec, user_id, preset_id).await?;
-    let pool = pool.clone();
-    tokio::spawn(async move {
-        if let Err(e) = run(&pool, &storage, id).await {
-            tracing::warn!(export = id, error = %e, "export job ended with an error");
-        }
-    });
+    let options = JobOptions::default();
+    // Claimed before answering, so the page sees it running; if another process claimed it
+    // first, that one runs it.
+    if let Some(claim) = runner::claim(pool, id, &options).await? {
+        let pool = pool.clone();
+        tokio::spawn(async move {
+            if let Err(e) = runner::carry_out(&pool, &storage, claim, &options, None).await {
+                tracing::warn!(export = id, error = %e, "export job ended with an error");
+            }
+        });
+    }
     Ok(id)
 }
 
-/// Asks a running export to stop; it removes what it wrote. False if it was not running.
+/// Cancels an export that has not finished (see `lease::cancel`). False if it had finished.
 pub async fn cancel(pool: &PgPool, id: i64) -> Result<bool> {
-    let done =
-        sqlx::query!("UPDATE exports SET cancel_requested = true WHERE id = $1 AND status = 'running'", id)
-            .execute(pool)
-            .await?;
-    Ok(done.rows_affected() == 1)
+    lease::cancel(pool, id).await
 }
 
-/// Exports left running by a process that stopped are marked failed (their staging is gone
-/// with the process's work; a folder destination keeps only a `.partial` folder, never an export).
-pub async fn fail_interrupted(pool: &PgPool) -> Result<u64> {
-    let done = sqlx::query!(
-        "UPDATE exports SET status = 'failed', finished_at = now(),
-                error = 'the server stopped while this export ran; start it again'
-         WHERE status = 'running'"
-    )
-    .execute(pool)
-    .await?;
-    Ok(done.rows_affected())
-}
-
-/// Carries out export `id` to the end and records the result.
+/// Carries out export `id` in this process to the end and records the result (or returns the
+/// status it has when it cannot be claimed: finished, or running elsewhere).
 pub async fn run(pool: &PgPool, storage: &Storage, id: i64) -> Result<ExportStatus> {
-    match execute(pool, storage, id).await {
-        Ok(Finished::Completed { location, bytes, manifest }) => {
-            let manifest = serde_json::to_value(&manifest).map_err(|e| Error::Internal(e.into()))?;
-            sqlx::query!(
-                "UPDATE exports SET status = 'completed', finished_at = now(), location = $2, bytes = $3,
-                        manifest = $4
-                 WHERE id = $1",
-                id,
-                location,
-                bytes as i64,
-                manifest
-            )
-            .execute(pool)
-            .await?;
-            Ok(ExportStatus::Completed)
-        }
-        Ok(Finished::Cancelled) => {
-            sqlx::query!("UPDATE exports SET status = 'cancelled', finished_at = now() WHERE id = $1", id)
-                .execute(pool)
-                .await?;
-            Ok(ExportStatus::Cancelled)
-        }
-        Err(e) => {
-            let message = if e.is_internal() {
-                tracing::error!(export = id, error = %e, "export failed");
-                "the export failed on the server; see the server log".to_string()
-            } else {
-                e.to_string()
-            };
-            sqlx::query!(
-                "UPDATE exports SET status = 'failed', finished_at = now(), error = $2 WHERE id = $1",
-                id,
-                message
-            )
-            .execute(pool)
-            .await?;
-            Ok(ExportStatus::Failed)
-        }
-    }
+    runner::run_export(pool, storage, id, &JobOptions::default()).await
 }
 
-enum Finished {
+/// How the writing of an export ended (recorded by `runner`).
+pub(super) enum Finished {
     Completed { location: String, bytes: u64, manifest: Manifest },
     Cancelled,
 }
@@ -135,7 +91,7 @@ async fn cancel_requested(pool: &PgPool, id: i64) -> Result<bool> {
     Ok(sqlx::query_scalar!("SELECT cancel_requested FROM exports WHERE id = $1", id).fetch_one(pool).await?)
 }
 
-async fn execute(pool: &PgPool, storage: &Storage, id: i64) -> Result<Finished> {
+pub(super) async fn execute(pool: &PgPool, storage: &Storage, id: i64) -> Result<Finished> {
     let job = sqlx::query!(
         r#"SELECT e.spec, e.created_at, u.username AS "user?"
            FROM exports e LEFT JOIN users u ON u.id = e.created_by WHERE e.id = $1"#,
@@ -143,14 +99,19 @@ async fn execute(pool: &PgPool, storage: &Storage, id: i64) -> Result<Finished> 
     )
     .fetch_one(pool)
     .await?;
-    let spec: ExportSpec = serde_json::from_value(job.spec)
-        .map_err(|e| Error::invalid(format!("the export's settings are not readable: {e}")))?;
+    let spec: ExportSpec = domain::stored::from_stored(job.spec).map_err(Error::Invalid)?;
 
     let plan = selection::plan(pool, &spec.selection, spec.format.validation_share).await?;
     sqlx::query!("UPDATE exports SET rows_total = $2 WHERE id = $1", id, plan.samples.len() as i64)
         .execute(pool)
         .await?;
     let rows = RowMaker::choose(pool, storage, &spec, &plan, job.created_at.date()).await?;
+
+    let tokenizer_dir = match (&spec.format.layout, &spec.format.tokenization) {
+        (Layout::Tokenized, Some(t)) => Some(storage.resolve(&t.tokenizer_dir, false)?),
+        _ => None,
+    };
+    let provenance = provenance::collect(pool, &spec.selection, &plan, tokenizer_dir.as_deref()).await?;
 
     let target = storage.prepare(&spec.destination, id)?;
     let tokenizer_date = match &rows {
@@ -172,6 +133,7 @@ async fn execute(pool: &PgPool, storage: &Storage, id: i64) -> Result<Finished> 
                 spec,
                 counts,
                 files,
+                provenance,
             };
             let bytes = manifest.files.iter().map(|f| f.bytes).sum::<u64>();
             let text = serde_json::to_vec_pretty(&manifest).map_err(|e| Error::Internal(e.into()))?;

@@ -30,6 +30,10 @@ pub struct Manifest {
     pub token_source: Option<TokenSourceUsed>,
     pub counts: Counts,
     pub files: Vec<FileEntry>,
+    /// Sources, endpoints, tokenizer, reviewers and filters (absent from manifests written
+    /// before it was recorded).
+    #[serde(default)]
+    pub provenance: super::provenance::Provenance,
 }
 
 /// A run's identity and the settings it generated with (model, sampling, template kwargs).

@@ -10,16 +10,21 @@
 //! - `training_view`: a sample's tokenized row decoded for the review page.
 //! - `writer`: JSONL and Parquet data files.
 //! - `destination`: storage roots, S3, staging and the atomic commit.
-//! - `manifest`: provenance, counts and file hashes.
-//! - `job`: the background job with progress and cancellation.
+//! - `manifest`: counts and file hashes; `provenance`: where the samples came from.
+//! - `job`: an export's writing, with progress and cancellation.
+//! - `lease`: an export job's states, claimed under a lease like generation samples.
+//! - `runner`: running jobs in any process, taking over or ending those of dead processes.
 //! - `store`: listing exports and saved presets.
 
 pub mod captured;
 pub mod conversation;
 pub mod destination;
 pub mod job;
+pub mod lease;
 pub mod manifest;
+pub mod provenance;
 pub mod review;
+pub mod runner;
 pub mod selection;
 pub mod spans;
 pub mod store;

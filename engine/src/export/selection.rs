@@ -5,7 +5,7 @@
 //! batches, so it costs a few bytes per selected sample; the full conversations are read later,
 //! batch by batch, while writing.
 
-use super::review::{flags_clause, review_clause, review_state_column};
+use super::review::{flags_clause, removed_counts, review_clause, review_state_column};
 use crate::Result;
 use domain::export::{Duplicates, ExportPreview, ExportSelection, ThinkingMix};
 use sha2::{Digest, Sha256};
@@ -65,19 +65,46 @@ struct Candidate {
     reasoning_tokens: u64,
 }
 
-/// The filter shared by planning and by reading full rows.
-/// Parameters: $1 runs, $2 outcomes, $3 categories, $4 and $5 the token range, $6 excluded flags.
+/// The candidates: the chosen runs, outcomes, categories and token range, with a conversation.
+/// Parameters: $1 runs, $2 outcomes, $3 categories, $4 and $5 the token range.
+const CANDIDATES: &str = "s.run_id = ANY($1) AND s.state::text = ANY($2) \
+     AND (cardinality($3::text[]) = 0 OR r.category = ANY($3)) \
+     AND ($4::int IS NULL OR s.completion_tokens >= $4) \
+     AND ($5::int IS NULL OR s.completion_tokens <= $5) \
+     AND s.messages IS NOT NULL";
+
+/// The filter shared by planning and by reading full rows: the candidates, less the excluded
+/// flags ($6) and the review states the filter leaves out.
 fn where_clause(selection: &ExportSelection) -> String {
     format!(
-        "s.run_id = ANY($1) AND s.state::text = ANY($2) \
-         AND (cardinality($3::text[]) = 0 OR r.category = ANY($3)) \
-         AND ($4::int IS NULL OR s.completion_tokens >= $4) \
-         AND ($5::int IS NULL OR s.completion_tokens <= $5) \
-         AND {flags} \
-         AND s.messages IS NOT NULL AND {review}",
+        "{CANDIDATES} AND {flags} AND {review}",
         flags = flags_clause(6),
         review = review_clause(selection.review)
     )
+}
+
+/// How many candidates the review filter and the excluded flags leave out: (rejected, flagged,
+/// unreviewed), as `review::removed_counts` attributes them.
+async fn removed(
+    pool: &PgPool,
+    selection: &ExportSelection,
+    outcomes: &[String],
+    range: (Option<i32>, Option<i32>),
+) -> Result<(u64, u64, u64)> {
+    let sql = format!(
+        "SELECT {counts} FROM samples s JOIN dataset_rows r ON r.id = s.row_id WHERE {CANDIDATES}",
+        counts = removed_counts(selection.review, 6)
+    );
+    let (rejected, flagged, unreviewed): (i64, i64, i64) = sqlx::query_as(&sql)
+        .bind(&selection.run_ids)
+        .bind(outcomes)
+        .bind(&selection.categories)
+        .bind(range.0)
+        .bind(range.1)
+        .bind(&selection.excluded_flags)
+        .fetch_one(pool)
+        .await?;
+    Ok((rejected as u64, flagged as u64, unreviewed as u64))
 }
 
 /// Reads the matching samples and decides which are exported, and into which split.
@@ -153,8 +180,13 @@ pub async fn plan(pool: &PgPool, selection: &ExportSelection, validation_share: 
         });
     }
 
+    let (rejected_removed, flagged_removed, unreviewed_removed) =
+        removed(pool, selection, &outcomes, (min, max)).await?;
     let mut preview = ExportPreview {
         matched,
+        rejected_removed,
+        flagged_removed,
+        unreviewed_removed,
         duplicates_removed,
         mix_removed: before_mix - candidates.len() as u64,
         selected: candidates.len() as u64,

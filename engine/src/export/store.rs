@@ -3,6 +3,7 @@
 use crate::error::OnConstraint;
 use crate::{Error, Result};
 use domain::export::{ExportSpec, ExportStatus};
+use domain::stored::{from_stored, to_stored};
 use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 use time::OffsetDateTime;
@@ -73,7 +74,7 @@ pub async fn presets(pool: &PgPool) -> Result<Vec<Preset>> {
         .await?;
     rows.into_iter()
         .map(|r| {
-            let spec = serde_json::from_value(r.spec).map_err(|e| Error::Internal(e.into()))?;
+            let spec = from_stored(r.spec).map_err(|e| Error::Invalid(format!("preset {}: {e}", r.name)))?;
             Ok(Preset { id: r.id, name: r.name, spec, updated_at: r.updated_at })
         })
         .collect()
@@ -84,7 +85,7 @@ pub async fn preset(pool: &PgPool, id: i64) -> Result<Preset> {
         .fetch_optional(pool)
         .await?
         .ok_or(Error::NotFound("preset"))?;
-    let spec = serde_json::from_value(r.spec).map_err(|e| Error::Internal(e.into()))?;
+    let spec = from_stored(r.spec).map_err(|e| Error::Invalid(format!("preset {}: {e}", r.name)))?;
     Ok(Preset { id: r.id, name: r.name, spec, updated_at: r.updated_at })
 }
 
@@ -98,7 +99,7 @@ pub async fn save_preset(pool: &PgPool, name: &str, spec: &ExportSpec, user_id: 
     if !problems.is_empty() {
         return Err(Error::invalid(problems.join("; ")));
     }
-    let spec = serde_json::to_value(spec).map_err(|e| Error::Internal(e.into()))?;
+    let spec = to_stored(spec);
     sqlx::query_scalar!(
         "INSERT INTO export_presets (name, spec, created_by) VALUES ($1, $2, $3)
          ON CONFLICT (name) DO UPDATE SET spec = EXCLUDED.spec, updated_at = now()

@@ -506,7 +506,7 @@ async fn claims(pool: &PgPool, endpoint_id: i64) -> Result<Vec<Claim>> {
     Ok(rows
         .into_iter()
         .filter_map(|row| {
-            let settings: RunSettings = serde_json::from_value(row.settings).ok()?;
+            let settings: RunSettings = domain::stored::from_stored(row.settings).ok()?;
             Some(Claim {
                 run_id: row.id,
                 concurrency: settings.concurrency,

@@ -1,7 +1,8 @@
 //! The generation engine: runs, their queue of samples in PostgreSQL, and the workers that
 //! stream each sample from vLLM servers under an adaptive concurrency limit.
 //!
-//! - `queue`: claiming, lease renewal and expiry, settling tries (PostgreSQL is the queue).
+//! - `queue`: claiming, lease renewal and expiry, settling tries (PostgreSQL is the queue);
+//!   it lives in `crate::samples`, the one owner of a sample's state changes.
 //! - `worker`: one per process; finds running runs and drives them.
 //! - `endpoint`: one per endpoint and process, shared by its runs: the server's load, whether
 //!   it serves (`availability`), its capacity and each run's share of it (`capacity`).
@@ -21,7 +22,7 @@ pub mod conversation;
 mod driver;
 mod endpoint;
 mod held;
-pub mod queue;
+pub use crate::samples::queue;
 pub mod runs;
 pub mod token_ids;
 mod worker;

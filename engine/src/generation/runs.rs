@@ -1,7 +1,9 @@
 //! Creating runs and changing their course: pause, resume, cancel, and retry passes.
 
+use crate::samples::{self, requeue::Why};
 use crate::{endpoints, Error, Result};
 use domain::generation::{Concurrency, RunSettings, RunStatus, SampleState, Selection, Thinking};
+use domain::stored::{from_stored, to_stored};
 use sqlx::PgPool;
 
 pub struct NewRun {
@@ -43,7 +45,7 @@ pub async fn create(pool: &PgPool, http: &reqwest::Client, new: NewRun, by: i64)
         return Err(Error::Invalid(problems.join("; ")));
     }
 
-    let settings_json = serde_json::to_value(&new.settings).expect("settings serialize");
+    let settings_json = to_stored(&new.settings);
     let selection_json = serde_json::to_value(&new.selection).expect("selection serialize");
     let mut tx = pool.begin().await?;
     let run_id = sqlx::query_scalar!(
@@ -220,7 +222,7 @@ pub struct RetryPass {
 }
 
 /// Puts the selected samples back in the queue with a fresh attempt budget, keeps every earlier
-/// try in their history, applies the changed settings and sets the run running. Returns how
+/// try in their history, drops their review decisions (logged, with the text they applied to), applies the changed settings and sets the run running. Returns how
 /// many samples were re-queued. A higher `max_tokens` is checked against the endpoints'
 /// `max_model_len`, as at run creation.
 pub async fn retry(pool: &PgPool, http: &reqwest::Client, run_id: i64, pass: RetryPass) -> Result<u64> {
@@ -235,8 +237,7 @@ pub async fn retry(pool: &PgPool, http: &reqwest::Client, run_id: i64, pass: Ret
             .fetch_optional(pool)
             .await?
             .ok_or(Error::NotFound("run"))?;
-        let mut settings: RunSettings =
-            serde_json::from_value(stored).map_err(|e| Error::Internal(e.into()))?;
+        let mut settings: RunSettings = from_stored(stored).map_err(Error::Invalid)?;
         // A lower value fits wherever the run's own did.
         if max_tokens > settings.max_tokens {
             settings.max_tokens = max_tokens;
@@ -260,8 +261,7 @@ pub async fn retry(pool: &PgPool, http: &reqwest::Client, run_id: i64, pass: Ret
     if run.status == RunStatus::Cancelled {
         return Err(Error::conflict("the run was cancelled; start a new run instead"));
     }
-    let mut settings: RunSettings =
-        serde_json::from_value(run.settings).map_err(|e| Error::Internal(e.into()))?;
+    let mut settings: RunSettings = from_stored(run.settings).map_err(Error::Invalid)?;
     if let Some(v) = pass.idle_timeout_secs {
         settings.idle_timeout_secs = v;
     }
@@ -282,23 +282,26 @@ pub async fn retry(pool: &PgPool, http: &reqwest::Client, run_id: i64, pass: Ret
         return Err(Error::Invalid(problems.join("; ")));
     }
     let filter = pass.error_contains.filter(|f| !f.trim().is_empty());
-    let requeued = sqlx::query!(
-        "UPDATE samples SET state = 'pending', attempts = 0, not_before = NULL, finished_at = NULL
-         WHERE run_id = $1 AND state = ANY($2) AND ($3::text IS NULL OR error ILIKE '%' || $3 || '%')",
+    // Served by samples_run_outcome_idx (run_id, state, id); locked until the pass commits.
+    let ids = sqlx::query_scalar!(
+        "SELECT id FROM samples
+         WHERE run_id = $1 AND state = ANY($2) AND ($3::text IS NULL OR error ILIKE '%' || $3 || '%')
+         ORDER BY id FOR UPDATE",
         run_id,
         &states as &[SampleState],
         filter
     )
-    .execute(&mut *tx)
-    .await?
-    .rows_affected();
+    .fetch_all(&mut *tx)
+    .await?;
+    // Their text is about to change: their decisions are dropped and kept in the audit log.
+    let requeued = samples::requeue::requeue(&mut tx, &ids, Why::RetryPass, None).await?;
     if requeued == 0 {
         return Err(Error::invalid("no sample matches this retry pass"));
     }
     sqlx::query!(
         "UPDATE runs SET settings = $2, status = 'running', finished_at = NULL WHERE id = $1",
         run_id,
-        serde_json::to_value(&settings).expect("settings serialize")
+        to_stored(&settings)
     )
     .execute(&mut *tx)
     .await?;

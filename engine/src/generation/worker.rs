@@ -201,7 +201,7 @@ impl Worker {
         .fetch_all(&self.pool)
         .await?;
         for run in &runs {
-            let settings: RunSettings = match serde_json::from_value(run.settings.clone()) {
+            let settings: RunSettings = match domain::stored::from_stored(run.settings.clone()) {
                 Ok(settings) => settings,
                 Err(e) => {
                     tracing::error!(run.id = run.id, error = %e, "run settings unreadable; skipping the run");

@@ -3,8 +3,8 @@
 //! when the filtered set changed in between, so a confirmation always covers what it says.
 
 use super::{decisions::MAX_NOTE_CHARS, filter, reasons};
-use crate::{Error, Result};
-use domain::review::{Decision, ReviewState, SampleFilter};
+use crate::{samples, Error, Result};
+use domain::review::{Decision, SampleFilter};
 use domain::{Role, Viewer};
 use sqlx::{PgPool, Postgres, QueryBuilder};
 
@@ -77,31 +77,8 @@ pub async fn apply(pool: &PgPool, by: &Viewer, input: BulkInput) -> Result<i64> 
             input.expected
         )));
     }
-    let changed = sqlx::query_scalar!(
-        r#"WITH before AS (
-               SELECT id, review_state, flags, review_note, reviewed_by, reviewed_at FROM samples WHERE id = ANY($1)),
-           updated AS (
-               UPDATE samples s SET review_state = $2, flags = $3, review_note = $4, reviewed_by = $5,
-                      reviewed_at = now(), review_version = s.review_version + 1,
-                      review_lease_owner = NULL, review_lease_expires = NULL
-               FROM before b WHERE s.id = b.id
-               RETURNING s.id, s.review_version),
-           logged AS (
-               INSERT INTO review_events (sample_id, kind, actor, from_state, to_state, from_flags, to_flags,
-                                          from_note, to_note, from_reviewed_by, from_reviewed_at, version)
-               SELECT b.id, 'bulk', $5, b.review_state, $2, b.flags, $3, b.review_note, $4, b.reviewed_by,
-                      b.reviewed_at, u.review_version
-               FROM before b JOIN updated u ON u.id = b.id
-               RETURNING 1)
-           SELECT count(*) AS "n!" FROM logged"#,
-        &ids,
-        to_state as ReviewState,
-        &flags,
-        note,
-        by.id
-    )
-    .fetch_one(&mut *tx)
-    .await?;
+    let verdict = samples::review::Verdict { state: to_state, flags: &flags, note: note.as_deref() };
+    let changed = samples::review::decide_many(&mut tx, &ids, by.id, verdict).await?;
     tx.commit().await?;
     tracing::info!(by = %by.username, decision = input.decision.as_str(), changed, "bulk review action");
     Ok(changed)

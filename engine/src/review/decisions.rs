@@ -3,13 +3,12 @@
 //! `review_events`, and the last decision can be undone.
 
 use super::reasons;
-use crate::{Error, Result};
+use crate::{samples, Error, Result};
 use domain::{
     review::{Decision, ReviewEventKind, ReviewState},
     Role, Viewer,
 };
 use sqlx::{PgPool, Postgres, Transaction};
-use time::OffsetDateTime;
 
 /// Longest note kept with a decision, in characters.
 pub const MAX_NOTE_CHARS: usize = 4_000;
@@ -24,15 +23,11 @@ pub struct DecisionInput {
     pub note: Option<String>,
 }
 
-/// The review fields of a sample, locked for the rest of the transaction.
+/// What the checks before a review change need, the sample locked for the rest of the
+/// transaction (the change itself is `samples::review`).
 struct Current {
     state: domain::generation::SampleState,
-    review_state: ReviewState,
     review_version: i32,
-    flags: Vec<String>,
-    review_note: Option<String>,
-    reviewed_by: Option<i64>,
-    reviewed_at: Option<OffsetDateTime>,
     lease_owner: Option<i64>,
     lease_holder: Option<String>,
     lease_live: bool,
@@ -41,10 +36,8 @@ struct Current {
 async fn lock(tx: &mut Transaction<'_, Postgres>, sample_id: i64) -> Result<Current> {
     sqlx::query_as!(
         Current,
-        r#"SELECT s.state AS "state: domain::generation::SampleState",
-                  s.review_state AS "review_state: ReviewState", s.review_version, s.flags, s.review_note,
-                  s.reviewed_by, s.reviewed_at, s.review_lease_owner AS lease_owner,
-                  u.username AS "lease_holder?",
+        r#"SELECT s.state AS "state: domain::generation::SampleState", s.review_version,
+                  s.review_lease_owner AS lease_owner, u.username AS "lease_holder?",
                   COALESCE(s.review_lease_expires > now(), false) AS "lease_live!"
            FROM samples s LEFT JOIN users u ON u.id = s.review_lease_owner
            WHERE s.id = $1 FOR UPDATE OF s"#,
@@ -127,37 +120,12 @@ pub async fn decide(pool: &PgPool, by: &Viewer, input: DecisionInput) -> Result<
             current.state
         )));
     }
-    let to_state = input.decision.state();
-    let version = sqlx::query_scalar!(
-        "UPDATE samples SET review_state = $2, flags = $3, review_note = $4, reviewed_by = $5, reviewed_at = now(),
-                review_version = review_version + 1, review_lease_owner = NULL, review_lease_expires = NULL
-         WHERE id = $1 RETURNING review_version",
-        input.sample_id,
-        to_state as ReviewState,
-        &flags,
-        note,
-        by.id
-    )
-    .fetch_one(&mut *tx)
-    .await?;
-    sqlx::query!(
-        "INSERT INTO review_events (sample_id, kind, actor, from_state, to_state, from_flags, to_flags, from_note, to_note,
-                                    from_reviewed_by, from_reviewed_at, version)
-         VALUES ($1, 'decision', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-        input.sample_id,
-        by.id,
-        current.review_state as ReviewState,
-        to_state as ReviewState,
-        &current.flags,
-        &flags,
-        current.review_note,
-        note,
-        current.reviewed_by,
-        current.reviewed_at,
-        version
-    )
-    .execute(&mut *tx)
-    .await?;
+    let verdict =
+        samples::review::Verdict { state: input.decision.state(), flags: &flags, note: note.as_deref() };
+    let version =
+        samples::review::decide(&mut tx, input.sample_id, input.version, by.id, verdict).await?.ok_or_else(
+            || Error::conflict("this sample changed at the same moment; nothing was saved. Reload it."),
+        )?;
     tx.commit().await?;
     Ok(version)
 }
@@ -188,8 +156,7 @@ pub async fn undo(pool: &PgPool, by: &Viewer, sample_id: i64, version: i32) -> R
     check_version(&mut tx, sample_id, &current, version).await?;
     check_lease(&current, by)?;
     let last = sqlx::query!(
-        r#"SELECT id, actor, kind AS "kind: ReviewEventKind", undone_by, version, from_state AS "from_state: ReviewState",
-                  from_flags, from_note, from_reviewed_by, from_reviewed_at
+        r#"SELECT id, actor, kind AS "kind: ReviewEventKind", undone_by, version
            FROM review_events WHERE sample_id = $1 ORDER BY id DESC LIMIT 1"#,
         sample_id
     )
@@ -207,40 +174,16 @@ pub async fn undo(pool: &PgPool, by: &Viewer, sample_id: i64, version: i32) -> R
             "the last decision is another reviewer's; only they or an engineer can undo it",
         ));
     }
-    let new_version = sqlx::query_scalar!(
-        "UPDATE samples SET review_state = $2, flags = $3, review_note = $4, reviewed_by = $5, reviewed_at = $6,
-                review_version = review_version + 1
-         WHERE id = $1 RETURNING review_version",
-        sample_id,
-        last.from_state as ReviewState,
-        &last.from_flags,
-        last.from_note,
-        last.from_reviewed_by,
-        last.from_reviewed_at
-    )
-    .fetch_one(&mut *tx)
-    .await?;
-    let undo_id = sqlx::query_scalar!(
-        "INSERT INTO review_events (sample_id, kind, actor, from_state, to_state, from_flags, to_flags, from_note, to_note,
-                                    from_reviewed_by, from_reviewed_at, version)
-         VALUES ($1, 'undo', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
-        sample_id,
-        by.id,
-        current.review_state as ReviewState,
-        last.from_state as ReviewState,
-        &current.flags,
-        &last.from_flags,
-        current.review_note,
-        last.from_note,
-        current.reviewed_by,
-        current.reviewed_at,
-        new_version
-    )
-    .fetch_one(&mut *tx)
-    .await?;
-    sqlx::query!("UPDATE review_events SET undone_by = $2 WHERE id = $1", last.id, undo_id)
-        .execute(&mut *tx)
-        .await?;
+    if !current.state.is_terminal() {
+        return Err(Error::conflict(format!(
+            "this sample is {} again: wait for its new result",
+            current.state
+        )));
+    }
+    let new_version =
+        samples::review::undo(&mut tx, sample_id, last.id, version, by.id).await?.ok_or_else(|| {
+            Error::conflict("this sample changed at the same moment; nothing was undone. Reload it.")
+        })?;
     tx.commit().await?;
     Ok(new_version)
 }

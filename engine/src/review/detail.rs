@@ -4,7 +4,9 @@ use super::{decisions, markdown};
 use crate::{Error, Result};
 use domain::{
     generation::SampleState,
-    review::{AttemptView, ReviewEventKind, ReviewEventView, ReviewState, SampleDetail, Turn},
+    review::{
+        AttemptView, RegeneratedSince, ReviewEventKind, ReviewEventView, ReviewState, SampleDetail, Turn,
+    },
     Viewer,
 };
 use sqlx::PgPool;
@@ -56,6 +58,7 @@ pub async fn load(pool: &PgPool, viewer: &Viewer, sample_id: i64) -> Result<Samp
     })
     .collect();
     let events = events(pool, sample_id).await?;
+    let regenerated_since = regenerated_since(pool, sample_id).await?;
     let can_undo = decisions::undoable(pool, viewer, sample_id).await?;
     let turns = turns(s.messages.as_ref(), &s.source);
     let answer_rendered = s.content.as_deref().filter(|c| !c.trim().is_empty()).map(markdown::render);
@@ -91,7 +94,34 @@ pub async fn load(pool: &PgPool, viewer: &Viewer, sample_id: i64) -> Result<Samp
         leased_by_other: s.leased_by_other,
         events,
         can_undo,
+        regenerated_since,
     })
+}
+
+/// The decision the sample's latest event dropped when it went back for generation, if that is
+/// where its review stands (no decision since).
+pub async fn regenerated_since(pool: &PgPool, sample_id: i64) -> Result<Option<RegeneratedSince>> {
+    let row = sqlx::query!(
+        r#"SELECT e.kind AS "kind: ReviewEventKind", e.at, e.from_state AS "from_state: ReviewState",
+                  u.username AS "reviewer?", e.from_reviewed_at,
+                  e.text_hash IS DISTINCT FROM sample_text_hash(s.messages, s.reasoning, s.content) AS "text_changed!",
+                  s.state NOT IN ('pending', 'running') AS "finished!"
+           FROM samples s
+           JOIN LATERAL (SELECT * FROM review_events e WHERE e.sample_id = s.id ORDER BY e.id DESC LIMIT 1) e ON true
+           LEFT JOIN users u ON u.id = e.from_reviewed_by
+           WHERE s.id = $1 AND e.kind IN ('regenerate', 'requeue') AND e.from_state <> 'unreviewed'"#,
+        sample_id
+    )
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(|r| RegeneratedSince {
+        decision: r.from_state,
+        reviewer: r.reviewer,
+        decided_at: r.from_reviewed_at,
+        kind: r.kind,
+        at: r.at,
+        text_changed: r.finished && r.text_changed,
+    }))
 }
 
 pub async fn events(pool: &PgPool, sample_id: i64) -> Result<Vec<ReviewEventView>> {

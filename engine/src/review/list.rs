@@ -31,6 +31,7 @@ struct Row {
     duration_ms: Option<i32>,
     reviewer: Option<String>,
     preview: Option<String>,
+    regenerated: Option<bool>,
     sort_value: i64,
 }
 
@@ -75,6 +76,8 @@ pub async fn page(
         r#"SELECT s.id, s.run_id, r.name AS run_name, s.state, s.finish_reason, s.review_state, s.flags, s.auto_flags,
                   s.prompt_tokens, s.reasoning_tokens, s.completion_tokens, s.duration_ms, u.username AS reviewer,
                   left(jsonb_path_query_first(d.messages, '$[*] ? (@.role == "user").content') #>> '{{}}', 200) AS preview,
+                  (SELECT e.kind IN ('regenerate', 'requeue') AND e.from_state <> 'unreviewed'
+                   FROM review_events e WHERE e.sample_id = s.id ORDER BY e.id DESC LIMIT 1) AS regenerated,
                   ({expr})::bigint AS sort_value
            FROM samples s
            JOIN runs r ON r.id = s.run_id
@@ -121,6 +124,7 @@ pub async fn page(
                 duration_ms: r.duration_ms,
                 reviewer: r.reviewer,
                 preview: r.preview.unwrap_or_default(),
+                regenerated_since_decision: r.regenerated.unwrap_or(false),
             })
             .collect(),
         next,

@@ -2,8 +2,9 @@
 //! generates it again like any pending sample. Earlier tries stay in its history, and its
 //! review starts over (the text it was judged on is gone).
 
+use crate::samples::{self, requeue::Why};
 use crate::{Error, Result};
-use domain::{generation::RunStatus, review::ReviewState, Viewer};
+use domain::{generation::RunStatus, Viewer};
 use sqlx::PgPool;
 
 /// What happened to the run, so the page can say when the new result will come.
@@ -18,8 +19,7 @@ pub enum Requeued {
 pub async fn regenerate(pool: &PgPool, by: &Viewer, sample_id: i64, version: i32) -> Result<Requeued> {
     let mut tx = pool.begin().await?;
     let sample = sqlx::query!(
-        r#"SELECT s.run_id, s.state::text AS "state!", s.review_state AS "review_state: ReviewState", s.review_version,
-                  s.flags, s.review_note, s.reviewed_by, s.reviewed_at, r.status AS "status: RunStatus"
+        r#"SELECT s.run_id, s.state::text AS "state!", s.review_version, r.status AS "status: RunStatus"
            FROM samples s JOIN runs r ON r.id = s.run_id WHERE s.id = $1 FOR UPDATE OF s, r"#,
         sample_id
     )
@@ -40,31 +40,12 @@ pub async fn regenerate(pool: &PgPool, by: &Viewer, sample_id: i64, version: i32
     if sample.status == RunStatus::Cancelled {
         return Err(Error::conflict("its run was cancelled: start a new run to generate it again"));
     }
-    let new_version = sqlx::query_scalar!(
-        "UPDATE samples SET state = 'pending', attempts = 0, not_before = NULL, finished_at = NULL,
-                review_state = 'unreviewed', flags = '{}', auto_flags = '{}', review_note = NULL,
-                reviewed_by = NULL, reviewed_at = NULL, review_version = review_version + 1,
-                review_lease_owner = NULL, review_lease_expires = NULL
-         WHERE id = $1 RETURNING review_version",
-        sample_id
-    )
-    .fetch_one(&mut *tx)
-    .await?;
-    sqlx::query!(
-        "INSERT INTO review_events (sample_id, kind, actor, from_state, to_state, from_flags, to_flags, from_note, to_note,
-                                    from_reviewed_by, from_reviewed_at, version)
-         VALUES ($1, 'regenerate', $2, $3, 'unreviewed', $4, '{}', $5, NULL, $6, $7, $8)",
-        sample_id,
-        by.id,
-        sample.review_state as ReviewState,
-        &sample.flags,
-        sample.review_note,
-        sample.reviewed_by,
-        sample.reviewed_at,
-        new_version
-    )
-    .execute(&mut *tx)
-    .await?;
+    let requeued = samples::requeue::requeue(&mut tx, &[sample_id], Why::Regenerate, Some(by.id)).await?;
+    if requeued != 1 {
+        return Err(Error::conflict(
+            "this sample changed at the same moment; nothing was queued. Reload it.",
+        ));
+    }
     let outcome = if sample.status == RunStatus::Paused {
         Requeued::WaitsForResume
     } else {

@@ -122,6 +122,23 @@ impl VllmClient {
         Ok(list.data.into_iter().map(|m| ServedModel { id: m.id, max_model_len: m.max_model_len }).collect())
     }
 
+    /// `GET /version`: the server's release (vLLM answers `{"version": "0.11.0"}`); `None` for a
+    /// server without the route.
+    pub async fn version(&self) -> Result<Option<String>, String> {
+        let response = self
+            .request(reqwest::Method::GET, "/version")
+            .timeout(Duration::from_secs(5))
+            .send()
+            .await
+            .map_err(|e| format!("/version: {}", describe(&e)))?;
+        if !response.status().is_success() {
+            return Ok(None);
+        }
+        let body: serde_json::Value =
+            response.json().await.map_err(|e| format!("/version: {}", describe(&e)))?;
+        Ok(body.get("version").and_then(|v| v.as_str()).map(str::to_string))
+    }
+
     /// `Ok` when `GET /health` answers 200 within a few seconds; else what it did instead.
     pub async fn health(&self) -> Result<(), String> {
         let response = self

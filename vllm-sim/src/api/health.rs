@@ -6,3 +6,8 @@ use axum::http::StatusCode;
 pub(super) async fn health() -> StatusCode {
     StatusCode::OK
 }
+
+/// `GET /version`, as vLLM answers it: `{"version": "..."}`.
+pub(super) async fn version() -> axum::Json<serde_json::Value> {
+    axum::Json(serde_json::json!({ "version": concat!("vllm-sim-", env!("CARGO_PKG_VERSION")) }))
+}

@@ -75,7 +75,8 @@ pub(crate) fn router(state: Arc<AppState>) -> Router {
         .route("/v1/chat/completions", post(chat::create))
         .route("/v1/models", get(models::list))
         .route("/tokenize", post(tokenize::tokenize))
-        .route("/health", get(health::health));
+        .route("/health", get(health::health))
+        .route("/version", get(health::version));
     if !state.config.no_metrics {
         served = served.route("/metrics", get(metrics::render));
     }

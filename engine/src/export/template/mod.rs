@@ -61,6 +61,11 @@ struct Message<'a> {
     reasoning_content: Option<&'a str>,
 }
 
+/// The chat template's source text in a tokenizer folder, as `ChatTemplate::from_dir` reads it.
+pub fn source_in(dir: &Path) -> Result<String> {
+    Ok(config::read(dir)?.source)
+}
+
 impl ChatTemplate {
     /// Reads the template and special tokens from a tokenizer folder; `strftime_now` returns `date`.
     pub fn from_dir(dir: &Path, date: Date) -> Result<Self> {

@@ -3,7 +3,7 @@
 //! next state and records the try — only if they still hold the lease, so a sample never gets
 //! two results even when a slow worker and its successor both finish.
 
-use super::token_ids;
+use crate::generation::token_ids;
 use crate::{vllm::TokenIds, Result};
 use domain::generation::SampleState;
 use sqlx::PgPool;
@@ -191,6 +191,10 @@ impl TryRecord {
 
 /// Settles a counted try. `Ok(false)` when the lease was lost: another worker owns the sample
 /// now, and this result is dropped.
+///
+/// Every result field is replaced, never merged: a try that failed leaves no conversation
+/// (`messages` NULL, only its partial reasoning and answer) and no token ids, so an earlier
+/// try's text never looks like the current result.
 pub async fn settle(
     pool: &PgPool,
     sample_id: i64,
@@ -225,7 +229,7 @@ pub async fn settle(
                UPDATE samples SET
                    state = $3, attempts = attempts + 1, lease_owner = NULL, lease_expires_at = NULL,
                    not_before = now() + make_interval(secs => $4),
-                   finish_reason = $5, reasoning = $6, content = $7, messages = COALESCE($8, messages),
+                   finish_reason = $5, reasoning = $6, content = $7, messages = $8,
                    prompt_tokens = $9, completion_tokens = $10, reasoning_tokens = $11,
                    ttft_ms = $12, duration_ms = $13, endpoint_id = $14, error = $15,
                    finished_at = CASE WHEN $3 = 'pending'::sample_state THEN NULL ELSE now() END,
