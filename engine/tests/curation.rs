@@ -706,7 +706,13 @@ async fn the_manifest_records_sources_endpoints_tokenizer_reviewers_and_filters(
     let mut spec = spec_into_sets(run);
     spec.format.layout = Layout::Tokenized;
     spec.format.tokenization =
-        Some(Tokenization { tokenizer_dir: "tokenizers".into(), max_length: 4096, overlong: Overlong::Drop });
+        Some(Tokenization {
+        tokenizer_dir: "tokenizers".into(),
+        max_length: 4096,
+        overlong: Overlong::Drop,
+        source: TokenSource::Retokenize,
+        turn_rows: TurnRows::PerConversation,
+    });
     let id = job::create(&pool, &spec, Some(ann.id), None).await.unwrap();
     let status = job::run(&pool, &env.storage, id).await.unwrap();
     let record = engine::export::store::get(&pool, id).await.unwrap();

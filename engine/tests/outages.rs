@@ -61,7 +61,15 @@ async fn assert_outage_cost_nothing(pool: &PgPool, run: i64) {
         run,
     )
     .await;
-    assert_eq!(counted_failures, 0, "no try cut by the outage counts against its sample");
+    let counted: Vec<(Option<String>, Option<String>)> = sqlx::query_as(
+        "SELECT a.error_kind, a.error FROM sample_attempts a JOIN samples s ON s.id = a.sample_id
+         WHERE s.run_id = $1 AND a.counted AND a.error IS NOT NULL",
+    )
+    .bind(run)
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    assert_eq!(counted_failures, 0, "no try cut by the outage counts against its sample: {counted:?}");
     let attempts = count(pool, "SELECT count(*) FROM samples WHERE run_id = $1 AND attempts <> 1", run).await;
     assert_eq!(attempts, 0, "every sample's one counted try is its success");
 }

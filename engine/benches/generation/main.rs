@@ -146,7 +146,18 @@ async fn main() {
 }
 
 fn server(name: &str) -> Option<Server> {
-    let engine_sweep = |fixed: &[u32]| fixed.to_vec();
+    // BENCH_<SERVER>_FIXED (e.g. BENCH_SEED_FIXED=256,512) replaces a server's sweep.
+    let engine_sweep = |fixed: &[u32]| -> Vec<u32> {
+        let key = format!("BENCH_{}_FIXED", name.to_uppercase());
+        match std::env::var(&key) {
+            Ok(list) => list
+                .split(',')
+                .filter(|s| !s.trim().is_empty())
+                .map(|s| s.trim().parse().unwrap_or_else(|_| panic!("{key}: `{s}` is not a whole number")))
+                .collect(),
+            Err(_) => fixed.to_vec(),
+        }
+    };
     match name {
         "real" => {
             let Ok(url) = std::env::var("BENCH_REAL_VLLM_URL") else {
@@ -204,9 +215,10 @@ fn server(name: &str) -> Option<Server> {
 
 /// Runs every client against the server, prints the table, and returns the targets missed.
 async fn measure(pool: &PgPool, by: i64, server: &Server) -> Vec<String> {
-    let mut clients: Vec<Client> = server.plain.iter().map(|&p| Client::Plain(p)).collect();
+    // Adaptive first: the figure the benchmark is for comes out before the sweep's.
+    let mut clients: Vec<Client> = vec![Client::Engine(server.adaptive)];
+    clients.extend(server.plain.iter().map(|&p| Client::Plain(p)));
     clients.extend(server.fixed.iter().map(|&limit| Client::Engine(Concurrency::Fixed { limit })));
-    clients.push(Client::Engine(server.adaptive));
     println!(
         "## {}: {} prompts, max_tokens {}, {} round(s)\n",
         server.name,
@@ -256,7 +268,7 @@ async fn measure(pool: &PgPool, by: i64, server: &Server) -> Vec<String> {
         );
     }
     let mut missed = Vec::new();
-    let adaptive = medians.last().expect("adaptive ran");
+    let adaptive = medians.first().expect("adaptive ran");
     let against_fixed = adaptive.useful_tps / best_fixed;
     print!("\nAdaptive: {against_fixed:.3}× the best fixed limit of the sweep");
     if against_fixed < 0.98 {

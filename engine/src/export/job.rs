@@ -107,8 +107,9 @@ pub(super) async fn execute(pool: &PgPool, storage: &Storage, id: i64) -> Result
         .await?;
     let rows = RowMaker::choose(pool, storage, &spec, &plan, job.created_at.date()).await?;
 
-    let tokenizer_dir = match (&spec.format.layout, &spec.format.tokenization) {
-        (Layout::Tokenized, Some(t)) => Some(storage.resolve(&t.tokenizer_dir, false)?),
+    // The tokenizer and template that made the rows (rows from captured ids use none).
+    let tokenizer_dir = match (&rows, &spec.format.tokenization) {
+        (RowMaker::Retokenized(_), Some(t)) => Some(storage.resolve(&t.tokenizer_dir, false)?),
         _ => None,
     };
     let provenance = provenance::collect(pool, &spec.selection, &plan, tokenizer_dir.as_deref()).await?;

@@ -2,7 +2,7 @@
 //! settle the sample in the queue.
 
 use super::{
-    availability::Verdict,
+    availability::{Sent, Verdict},
     backoff,
     classify::{self, AfterFailure},
     conversation::{self, Turn},
@@ -127,6 +127,7 @@ impl Attempt<'_> {
                 idle_timeout: Duration::from_secs(settings.idle_timeout_secs.into()),
                 deadline: settings.deadline_secs.map(|s| Duration::from_secs(s.into())),
             };
+            let sent = self.endpoint.sending();
             let result = tokio::select! {
                 biased;
                 _ = self.cancel.cancelled() => {
@@ -138,7 +139,7 @@ impl Attempt<'_> {
             };
             match result {
                 Ok(completion) => {
-                    self.endpoint.served();
+                    self.endpoint.served(sent);
                     first_ttft = first_ttft.or(completion.ttft);
                     usage.add(&completion);
                     match classify::completion_outcome(&completion) {
@@ -154,7 +155,7 @@ impl Attempt<'_> {
                                 },
                                 duration: completion.duration,
                             };
-                            return self.failed(sample, failure, started_at, &usage).await;
+                            return self.failed(sample, failure, sent, started_at, &usage).await;
                         }
                         Ok(state) => {
                             tokens = tokens.zip(completion.tokens.clone()).map(|(mut all, this)| {
@@ -179,7 +180,7 @@ impl Attempt<'_> {
                         }
                     }
                 }
-                Err(failure) => return self.failed(sample, failure, started_at, &usage).await,
+                Err(failure) => return self.failed(sample, failure, sent, started_at, &usage).await,
             }
         }
 
@@ -230,6 +231,7 @@ impl Attempt<'_> {
         &self,
         sample: &Claimed,
         failure: Failure,
+        sent: Sent,
         started_at: OffsetDateTime,
         usage: &UsageSum,
     ) -> Result<(TryResult, u32), GaveUp> {
@@ -255,7 +257,7 @@ impl Attempt<'_> {
             messages: None,
             tokens: None,
         };
-        if self.endpoint.judge(&failure).await == Verdict::Outage {
+        if self.endpoint.judge(&failure, sent).await == Verdict::Outage {
             // Not the sample's fault: back to the queue uncounted, taken again once the
             // endpoint serves (or by another endpoint of the run).
             let held = self.release(sample, Duration::from_secs(1), record).await?;

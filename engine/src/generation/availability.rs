@@ -6,9 +6,11 @@
 //!   refused, a gateway status (502, 503, 504), 429, or the server refusing every request the
 //!   same way (401, 403, 404 for the model). So does a failing `/health`.
 //! - An ambiguous failure (HTTP 500, an error chunk, a stream cut mid-way, an idle timeout) may
-//!   be either. Its verdict waits for the next evidence: the server serving a request afterwards
-//!   (another try, or a probe) says the failure was the sample's own, and it counts; the
-//!   endpoint going down first says it was the outage's, and it does not.
+//!   be either. Its verdict waits for the next evidence: the server serving a request sent after
+//!   the failed one (another try, or a probe) says the failure was the sample's own, and it
+//!   counts; the endpoint going down first says it was the outage's, and it does not. A request
+//!   sent before the failed one proves nothing by finishing: an engine that fails every new
+//!   request still finishes the streams it had started.
 //! - Three ambiguous failures in a row with no success between them make the endpoint suspect:
 //!   dispatch pauses and the server is probed with a tiny request. A probe that fails confirms
 //!   the outage (an engine that died behind a live API process fails every request the same
@@ -49,10 +51,15 @@ pub fn blame(failure: &Failure) -> Blame {
     }
 }
 
+/// A request's place in the order requests were sent to the endpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct Sent(u64);
+
 /// Taken when an ambiguous failure happens: what the endpoint had seen by then.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ticket {
-    successes: u64,
+    /// The failed request.
+    sent: Sent,
     outages: u64,
     /// Failed while the endpoint was already down (a try that started just before).
     while_down: bool,
@@ -81,10 +88,15 @@ enum State {
 #[derive(Clone, Debug, Default)]
 pub struct Availability {
     state: State,
-    /// Successes and confirmed outages so far: the clock that tickets are judged by.
-    successes: u64,
+    /// Requests sent so far.
+    sent: u64,
+    /// The latest-sent request that the server served.
+    latest_served: Sent,
+    /// The latest-sent request that failed ambiguously.
+    latest_failed: Sent,
+    /// Confirmed outages so far.
     outages: u64,
-    /// Ambiguous failures since the last success.
+    /// Ambiguous failures since the server last served a request sent after them.
     in_a_row: u32,
 }
 
@@ -112,10 +124,18 @@ impl Availability {
         }
     }
 
-    /// The server answered a request.
-    pub fn success(&mut self) {
-        self.successes += 1;
-        self.in_a_row = 0;
+    /// A request is being sent: its place in the order.
+    pub fn send(&mut self) -> Sent {
+        self.sent += 1;
+        Sent(self.sent)
+    }
+
+    /// The server answered the request `sent`.
+    pub fn success(&mut self, sent: Sent) {
+        self.latest_served = self.latest_served.max(sent);
+        if sent > self.latest_failed {
+            self.in_a_row = 0;
+        }
     }
 
     /// Marks the outage confirmed; `true` when the endpoint was taking requests.
@@ -131,9 +151,10 @@ impl Availability {
 
     /// Records an ambiguous failure (which may make the endpoint suspect) and returns its
     /// ticket.
-    pub fn ambiguous(&mut self, reason: &str) -> Ticket {
+    pub fn ambiguous(&mut self, sent: Sent, reason: &str) -> Ticket {
+        self.latest_failed = self.latest_failed.max(sent);
         let ticket = Ticket {
-            successes: self.successes,
+            sent,
             outages: self.outages,
             while_down: matches!(self.state, State::Down(_)),
         };
@@ -150,7 +171,7 @@ impl Availability {
     pub fn verdict(&self, ticket: Ticket) -> Verdict {
         if ticket.while_down || self.outages > ticket.outages {
             Verdict::Outage
-        } else if self.successes > ticket.successes {
+        } else if self.latest_served > ticket.sent {
             Verdict::Counted
         } else {
             Verdict::Pending
@@ -158,9 +179,11 @@ impl Availability {
     }
 
     /// A probe request succeeded: the server serves (and `/health` answers, for a down one).
+    /// The probe was sent after every failure it was sent to judge.
     pub fn probe_succeeded(&mut self) {
         self.state = State::Up;
-        self.success();
+        let probe = self.send();
+        self.success(probe);
     }
 
     /// A probe request failed: a suspicion becomes an outage; while up, it is one more
@@ -171,7 +194,8 @@ impl Availability {
                 self.down(format!("a probe request failed too: {reason}"));
             }
             State::Up => {
-                self.ambiguous(reason);
+                let probe = self.send();
+                self.ambiguous(probe, reason);
             }
             State::Down(_) => {}
         }
@@ -209,18 +233,41 @@ mod tests {
     #[test]
     fn a_failure_counts_once_the_endpoint_serves_another_request() {
         let mut a = Availability::default();
-        let ticket = a.ambiguous("HTTP 500");
+        let failed = a.send();
+        let next = a.send();
+        let ticket = a.ambiguous(failed, "HTTP 500");
         assert_eq!(a.verdict(ticket), Verdict::Pending);
-        a.success();
+        a.success(next);
         assert_eq!(a.verdict(ticket), Verdict::Counted);
         assert!(a.is_up());
     }
 
     #[test]
+    fn a_stream_sent_before_the_failure_proves_nothing_by_finishing() {
+        // An engine failing every new request still finishes the streams it had started.
+        let mut a = Availability::default();
+        let old: Vec<Sent> = (0..5).map(|_| a.send()).collect();
+        let mut tickets = Vec::new();
+        for (i, &stream) in old.iter().enumerate() {
+            let failed = a.send();
+            tickets.push(a.ambiguous(failed, "HTTP 500: EngineCore died"));
+            a.success(stream);
+            assert_eq!(a.verdict(tickets[i]), Verdict::Pending);
+        }
+        assert!(!a.is_up(), "the old streams finishing does not reset the failures in a row");
+        a.probe_failed("HTTP 500: EngineCore died");
+        assert!(tickets.iter().all(|t| a.verdict(*t) == Verdict::Outage));
+    }
+
+    #[test]
     fn failures_in_a_row_pause_the_endpoint_and_a_failed_probe_makes_them_the_outages() {
         let mut a = Availability::default();
-        let tickets: Vec<Ticket> =
-            (0..TRIP_AFTER).map(|_| a.ambiguous("HTTP 500: EngineCore died")).collect();
+        let tickets: Vec<Ticket> = (0..TRIP_AFTER)
+            .map(|_| {
+                let sent = a.send();
+                a.ambiguous(sent, "HTTP 500: EngineCore died")
+            })
+            .collect();
         assert!(!a.is_up());
         assert!(a.wants_probe(true));
         assert!(a.down_reason().unwrap().contains("3 requests in a row failed"), "{:?}", a.down_reason());
@@ -232,7 +279,8 @@ mod tests {
             assert_eq!(a.verdict(*ticket), Verdict::Outage);
         }
         // A try cut while the endpoint is down was the outage's too, even after it recovers.
-        let late = a.ambiguous("stream cut");
+        let sent = a.send();
+        let late = a.ambiguous(sent, "stream cut");
         assert!(!a.wants_probe(false), "a down endpoint is probed only once /health answers");
         a.probe_succeeded();
         assert!(a.is_up());
@@ -244,7 +292,12 @@ mod tests {
     fn failures_in_a_row_count_when_the_probe_succeeds() {
         // The last samples of a run that all fail on their own: the server answers the probe.
         let mut a = Availability::default();
-        let tickets: Vec<Ticket> = (0..TRIP_AFTER).map(|_| a.ambiguous("HTTP 500: bad input")).collect();
+        let tickets: Vec<Ticket> = (0..TRIP_AFTER)
+            .map(|_| {
+                let sent = a.send();
+                a.ambiguous(sent, "HTTP 500: bad input")
+            })
+            .collect();
         assert!(!a.is_up());
         a.probe_succeeded();
         assert!(a.is_up());
@@ -257,9 +310,10 @@ mod tests {
     fn a_success_between_failures_keeps_the_endpoint_up() {
         let mut a = Availability::default();
         for _ in 0..10 {
-            a.ambiguous("HTTP 500");
-            a.ambiguous("HTTP 500");
-            a.success();
+            let (first, second, third) = (a.send(), a.send(), a.send());
+            a.ambiguous(first, "HTTP 500");
+            a.ambiguous(second, "HTTP 500");
+            a.success(third);
         }
         assert!(a.is_up());
     }
@@ -267,7 +321,8 @@ mod tests {
     #[test]
     fn a_plain_outage_fails_the_tries_already_waiting_for_a_verdict() {
         let mut a = Availability::default();
-        let waiting = a.ambiguous("stream cut");
+        let sent = a.send();
+        let waiting = a.ambiguous(sent, "stream cut");
         assert!(a.down("connection refused"));
         assert!(!a.down("connection refused again"), "already down");
         assert_eq!(a.verdict(waiting), Verdict::Outage);

@@ -9,7 +9,7 @@
 //! others read the limit and compute the same split.
 
 use super::{
-    availability::{blame, Availability, Blame, Ticket, Verdict},
+    availability::{blame, Availability, Blame, Sent, Ticket, Verdict},
     capacity::{self, Claim},
     controller::{Controller, Observation, ServerSignals},
 };
@@ -188,16 +188,21 @@ impl Endpoint {
         self.inner.lock().expect("endpoint state").ttfts.push(ttft.as_secs_f64());
     }
 
-    /// A request came back from the server (whatever its outcome for the sample).
-    pub fn served(&self) {
-        self.inner.lock().expect("endpoint state").availability.success();
+    /// A request is being sent: its place in the order, for `served` and `judge`.
+    pub fn sending(&self) -> Sent {
+        self.inner.lock().expect("endpoint state").availability.send()
+    }
+
+    /// The request `sent` came back from the server (whatever its outcome for the sample).
+    pub fn served(&self, sent: Sent) {
+        self.inner.lock().expect("endpoint state").availability.success(sent);
         self.evidence.notify_waiters();
     }
 
     /// Whose fault a failed try was: `Verdict::Counted` when the sample's own (it counts
     /// against the sample's attempts), `Verdict::Outage` when the server's (it does not).
     /// An ambiguous failure waits for the next evidence about the server.
-    pub async fn judge(&self, failure: &Failure) -> Verdict {
+    pub async fn judge(&self, failure: &Failure, sent: Sent) -> Verdict {
         let ticket: Ticket = {
             let mut inner = self.inner.lock().expect("endpoint state");
             match blame(failure) {
@@ -213,7 +218,7 @@ impl Endpoint {
                 }
                 Blame::Unknown => {
                     let was_up = inner.availability.is_up();
-                    let ticket = inner.availability.ambiguous(&failure.message);
+                    let ticket = inner.availability.ambiguous(sent, &failure.message);
                     if was_up && !inner.availability.is_up() {
                         tracing::warn!(endpoint = %self.name, reason = inner.availability.down_reason().unwrap_or(""), "endpoint down; dispatch paused until /health answers and a probe request succeeds");
                     }
