@@ -12,6 +12,7 @@ pub mod generation;
 pub mod review;
 pub mod role;
 pub mod run_form;
+pub mod token;
 pub mod units;
 pub mod user;
 
