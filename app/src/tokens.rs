@@ -63,7 +63,7 @@ pub fn TokensPage() -> impl IntoView {
             <h2>"Create a token"</h2>
             <ActionForm action=create attr:class="inline-form" attr:data-testid="create-token">
                 <label>"Name" <input name="name" required maxlength="100" placeholder="training-cron" autocomplete="off"/></label>
-                <label>"Expires after (days)" <input name="days" type="number" min="1" max=MAX_TOKEN_DAYS value="90" required/></label>
+                <label>"Expires after (days)" <input name="days" type="number" min="1" max=MAX_TOKEN_DAYS.to_string() value="90" required/></label>
                 <button class="primary" type="submit">"Create token"</button>
             </ActionForm>
             {move || fresh().map(|created| view! {
@@ -126,9 +126,7 @@ fn TokenRow(token: TokenSummary, revoke: ServerAction<RevokeToken>) -> impl Into
             <td><RelativeTime at=token.expires_at/></td>
             <td><RelativeTime at=token.created_at/></td>
             <td class="actions">
-                <Show when=move || active>
-                    <button class="link" on:click=on_revoke.clone()>"Revoke"</button>
-                </Show>
+                {active.then(|| view! { <button class="link" on:click=on_revoke>"Revoke"</button> })}
             </td>
         </tr>
     }

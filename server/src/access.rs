@@ -26,7 +26,10 @@ pub async fn resolve_viewer(State(state): State<AppState>, mut request: Request,
                 Ok(None) => return error_json(StatusCode::UNAUTHORIZED, app::AppError::Unauthorized),
                 Err(e) => {
                     tracing::error!(error = %e, "verifying an API token failed");
-                    return (StatusCode::SERVICE_UNAVAILABLE, "the database is not answering; try again shortly")
+                    return (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "the database is not answering; try again shortly",
+                    )
                         .into_response();
                 }
             }

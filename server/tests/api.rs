@@ -42,16 +42,28 @@ async fn a_pipeline_runs_end_to_end_with_a_token_only(pool: sqlx::PgPool) {
     // Import from a server path and wait until ready.
     let path = roots.join("prompts.jsonl").to_string_lossy().to_string();
     let (status, body) = app
-        .api(Method::POST, "/api/v1/datasets", Some(&token), Some(json!({"name": "prompts", "source": {"kind": "path", "path": path}})))
+        .api(
+            Method::POST,
+            "/api/v1/datasets",
+            Some(&token),
+            Some(json!({"name": "prompts", "source": {"kind": "path", "path": path}})),
+        )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let dataset = body["id"].as_i64().unwrap();
-    let detail = poll(&app, &format!("/api/v1/datasets/{dataset}"), &token, |d| d["summary"]["status"] != "importing").await;
+    let detail =
+        poll(&app, &format!("/api/v1/datasets/{dataset}"), &token, |d| d["summary"]["status"] != "importing")
+            .await;
     assert_eq!(detail["summary"]["status"], "ready", "{detail}");
 
     // The simulator as an endpoint.
     let (status, body) = app
-        .api(Method::POST, "/api/v1/endpoints", Some(&token), Some(json!({"name": "sim", "base_url": sim.base_url()})))
+        .api(
+            Method::POST,
+            "/api/v1/endpoints",
+            Some(&token),
+            Some(json!({"name": "sim", "base_url": sim.base_url()})),
+        )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let endpoint = body["id"].as_i64().unwrap();
@@ -60,7 +72,12 @@ async fn a_pipeline_runs_end_to_end_with_a_token_only(pool: sqlx::PgPool) {
 
     // The form's validation applies: a run without a model is refused with what to fill in.
     let (status, body) = app
-        .api(Method::POST, "/api/v1/runs", Some(&token), Some(json!({"name": "r", "dataset_id": dataset, "endpoint_ids": [endpoint]})))
+        .api(
+            Method::POST,
+            "/api/v1/runs",
+            Some(&token),
+            Some(json!({"name": "r", "dataset_id": dataset, "endpoint_ids": [endpoint]})),
+        )
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
     assert_eq!(body["error"]["status"], 422);
@@ -83,25 +100,33 @@ async fn a_pipeline_runs_end_to_end_with_a_token_only(pool: sqlx::PgPool) {
     let run = body["id"].as_i64().unwrap();
     let snapshot = poll(&app, &format!("/api/v1/runs/{run}"), &token, |r| r["status"] == "completed").await;
     let counts = &snapshot["counts"];
-    let finished: i64 = ["ok", "truncated", "timed_out", "failed", "empty"].iter().map(|k| counts[k].as_i64().unwrap()).sum();
+    let finished: i64 =
+        ["ok", "truncated", "timed_out", "failed", "empty"].iter().map(|k| counts[k].as_i64().unwrap()).sum();
     assert_eq!(finished, 6, "{counts}");
     let (_, runs) = app.api(Method::GET, "/api/v1/runs", Some(&token), None).await;
     assert_eq!(runs["items"][0]["id"].as_i64(), Some(run));
 
     // Review one sample through the API: list with a filter, read it, approve it.
-    let (status, page) = app.api(Method::GET, &format!("/api/v1/runs/{run}/samples?outcome=ok&limit=2"), Some(&token), None).await;
+    let (status, page) = app
+        .api(Method::GET, &format!("/api/v1/runs/{run}/samples?outcome=ok&limit=2"), Some(&token), None)
+        .await;
     assert_eq!(status, StatusCode::OK, "{page}");
     let items = page["items"].as_array().unwrap();
     assert_eq!(items.len(), 2, "{page}");
     assert!(page["next"].is_string(), "more than one page: {page}");
     let sample = items[0]["id"].as_i64().unwrap();
-    let (status, detail) = app.api(Method::GET, &format!("/api/v1/samples/{sample}"), Some(&token), None).await;
+    let (status, detail) =
+        app.api(Method::GET, &format!("/api/v1/samples/{sample}"), Some(&token), None).await;
     assert_eq!(status, StatusCode::OK, "{detail}");
     let version = detail["review_version"].as_i64().unwrap();
     let decide = |v: i64| json!({"version": v, "decision": "approve"});
-    let (status, body) = app.api(Method::POST, &format!("/api/v1/samples/{sample}/decision"), Some(&token), Some(decide(version))).await;
+    let (status, body) = app
+        .api(Method::POST, &format!("/api/v1/samples/{sample}/decision"), Some(&token), Some(decide(version)))
+        .await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    let (status, body) = app.api(Method::POST, &format!("/api/v1/samples/{sample}/decision"), Some(&token), Some(decide(version))).await;
+    let (status, body) = app
+        .api(Method::POST, &format!("/api/v1/samples/{sample}/decision"), Some(&token), Some(decide(version)))
+        .await;
     assert_eq!(status, StatusCode::CONFLICT, "a stale version is refused: {body}");
 
     // Export the approved sample and download it.
@@ -111,22 +136,31 @@ async fn a_pipeline_runs_end_to_end_with_a_token_only(pool: sqlx::PgPool) {
         "format": serde_json::to_value(domain::export::ExportFormat::default()).unwrap(),
         "destination": {"kind": "directory", "path": "api-sets"},
     });
-    let (status, body) = app.api(Method::POST, "/api/v1/exports", Some(&token), Some(json!({"spec": spec}))).await;
+    let (status, body) =
+        app.api(Method::POST, "/api/v1/exports", Some(&token), Some(json!({"spec": spec}))).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let export = body["id"].as_i64().unwrap();
-    let done = poll(&app, &format!("/api/v1/exports/{export}"), &token, |e| e["status"] != "running" && e["status"] != "pending").await;
+    let done = poll(&app, &format!("/api/v1/exports/{export}"), &token, |e| {
+        e["status"] != "running" && e["status"] != "pending"
+    })
+    .await;
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["counts"]["written"], 1, "only the approved sample: {done}");
-    let (_, files) = app.api(Method::GET, &format!("/api/v1/exports/{export}/files"), Some(&token), None).await;
-    let names: Vec<&str> = files["files"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
+    let (_, files) =
+        app.api(Method::GET, &format!("/api/v1/exports/{export}/files"), Some(&token), None).await;
+    let names: Vec<&str> =
+        files["files"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
     assert!(names.contains(&"train.jsonl") && names.contains(&"manifest.json"), "{files}");
-    let response = app.api_raw(Method::GET, &format!("/api/v1/exports/{export}/files/train.jsonl"), Some(&token), None).await;
+    let response = app
+        .api_raw(Method::GET, &format!("/api/v1/exports/{export}/files/train.jsonl"), Some(&token), None)
+        .await;
     assert_eq!(response.status(), StatusCode::OK);
     let train = support::body_text(response).await;
     assert_eq!(train.lines().count(), 1, "{train}");
     let row: Value = serde_json::from_str(train.lines().next().unwrap()).unwrap();
     assert!(row["conversations"].is_array(), "{row}");
-    let (status, body) = app.api(Method::GET, &format!("/api/v1/exports/{export}/files/secret.txt"), Some(&token), None).await;
+    let (status, body) =
+        app.api(Method::GET, &format!("/api/v1/exports/{export}/files/secret.txt"), Some(&token), None).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert!(body["error"]["message"].as_str().unwrap().contains("has no file named"), "{body}");
 
@@ -141,9 +175,11 @@ async fn a_token_is_shown_once_stored_hashed_and_acts_with_the_owners_current_ro
     let erin = app.add_user("erin", Role::Engineer).await;
     let created = engine::auth::tokens::create(&pool, erin, "cron", 7).await.unwrap();
     assert!(created.token.starts_with("ds_") && created.token.len() == 3 + 64, "{}", created.token);
-    let stored: Vec<u8> = sqlx::query_scalar("SELECT token_hash FROM api_tokens").fetch_one(&pool).await.unwrap();
+    let stored: Vec<u8> =
+        sqlx::query_scalar("SELECT token_hash FROM api_tokens").fetch_one(&pool).await.unwrap();
     assert_ne!(stored, created.token.as_bytes(), "only a hash is kept");
-    let row: String = sqlx::query_scalar("SELECT row_to_json(t)::text FROM api_tokens t").fetch_one(&pool).await.unwrap();
+    let row: String =
+        sqlx::query_scalar("SELECT row_to_json(t)::text FROM api_tokens t").fetch_one(&pool).await.unwrap();
     assert!(!row.contains(&created.token[3..]), "no column holds the secret: {row}");
 
     let (status, _) = app.api(Method::GET, "/api/v1/runs", Some(&created.token), None).await;
@@ -199,7 +235,8 @@ async fn the_run_event_stream_takes_a_token(pool: sqlx::PgPool) {
     let dataset = engine::testing::dataset(&pool, 2).await;
     let sim = engine::testing::sim(engine::testing::fast_sim()).await;
     let endpoint = engine::testing::endpoint(&pool, &sim, erin).await;
-    let run = engine::testing::create_run(&pool, dataset, engine::testing::settings(vec![endpoint]), erin).await;
+    let run =
+        engine::testing::create_run(&pool, dataset, engine::testing::settings(vec![endpoint]), erin).await;
     let token = app.token(erin).await;
     for path in [format!("/api/runs/{run}/events"), format!("/api/v1/runs/{run}/events")] {
         let response = app.api_raw(Method::GET, &path, Some(&token), None).await;
@@ -289,7 +326,10 @@ async fn every_api_route_is_guarded_for_every_role_and_token_state(pool: sqlx::P
                         status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN,
                         "{method} {path} as {who}: {status} {body}"
                     );
-                    assert!(!error_message(&body).contains("is not an API route"), "{method} {path} is routed: {body}");
+                    assert!(
+                        !error_message(&body).contains("is not an API route"),
+                        "{method} {path} is routed: {body}"
+                    );
                 }
                 Some(_) => {
                     assert_eq!(status, StatusCode::FORBIDDEN, "{method} {path} as {who}: {body}");
@@ -313,8 +353,11 @@ async fn every_api_route_is_guarded_for_every_role_and_token_state(pool: sqlx::P
 fn router_routes() -> Vec<(String, String)> {
     let source = include_str!("../src/api/mod.rs");
     let mut routes = Vec::new();
-    for line in source.lines().map(str::trim).filter(|l| l.starts_with(".route(\"/api/v1/")) {
-        let path = line.split('"').nth(1).unwrap().to_string();
+    for line in source.lines().map(str::trim).filter(|l| l.starts_with(".route(\"/")) {
+        let path = format!("{}{}", server::api::PREFIX, line.split('"').nth(1).unwrap());
+        if path == server::api::openapi::DOCUMENT_PATH || path == server::api::openapi::PAGE_PATH {
+            continue; // public, describe the others
+        }
         for method in ["get", "post", "put", "patch", "delete"] {
             if line.contains(&format!("{method}(")) {
                 routes.push((method.to_uppercase(), path.clone()));
@@ -336,14 +379,18 @@ async fn the_openapi_document_lists_every_route_and_is_served(pool: sqlx::PgPool
     for (path, item) in doc["paths"].as_object().unwrap() {
         for (method, op) in item.as_object().unwrap() {
             documented.push((method.to_uppercase(), path.clone()));
-            assert!(op["responses"].as_object().is_some_and(|r| !r.is_empty()), "{method} {path} has responses");
+            assert!(
+                op["responses"].as_object().is_some_and(|r| !r.is_empty()),
+                "{method} {path} has responses"
+            );
             if !path.ends_with("/events") && method == "get" && path.contains('{') {
                 assert!(op["parameters"].is_array(), "{method} {path} documents its parameters");
             }
         }
     }
     documented.sort();
-    let mut walked: Vec<(String, String)> = ROUTES.iter().map(|(m, p, _)| (m.to_string(), p.to_string())).collect();
+    let mut walked: Vec<(String, String)> =
+        ROUTES.iter().map(|(m, p, _)| (m.to_string(), p.to_string())).collect();
     walked.sort();
     assert_eq!(documented, router_routes(), "the document and the router list the same routes");
     assert_eq!(walked, router_routes(), "the authorization walk covers every route");
@@ -357,6 +404,9 @@ async fn the_openapi_document_lists_every_route_and_is_served(pool: sqlx::PgPool
     assert_eq!(response.status(), StatusCode::OK);
     let page = support::body_text(response).await;
     for (method, path) in router_routes() {
-        assert!(page.contains(&format!("<td class=\"method\">{method}</td><td><code>{path}</code>")), "{method} {path} on the page");
+        assert!(
+            page.contains(&format!("<td class=\"method\">{method}</td><td><code>{path}</code>")),
+            "{method} {path} on the page"
+        );
     }
 }

@@ -91,8 +91,12 @@ async fn run_and_export_commands_wait_and_exit_with_a_code_a_scheduler_can_use(
     let settings = settings.to_str().unwrap();
 
     // Flags complete the settings file; the run completes and --wait says so with 0.
-    let (code, out, err) =
-        cli(&served, &token, &["run", "start", "--settings", settings, "--model", testing::MODEL, "--wait", "--interval", "0.2"]).await;
+    let (code, out, err) = cli(
+        &served,
+        &token,
+        &["run", "start", "--settings", settings, "--model", testing::MODEL, "--wait", "--interval", "0.2"],
+    )
+    .await;
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("completed: 8 of 8 finished"), "{out}");
     let run: i64 = out.split_whitespace().nth(1).unwrap().parse().unwrap();
@@ -130,8 +134,19 @@ async fn run_and_export_commands_wait_and_exit_with_a_code_a_scheduler_can_use(
     let dataset_arg = dataset.to_string();
     let waiting = {
         let args: Vec<String> = [
-            "run", "start", "--name", "slow", "--dataset", &dataset_arg, "--endpoint", &endpoint_arg,
-            "--model", testing::MODEL, "--wait", "--interval", "0.2",
+            "run",
+            "start",
+            "--name",
+            "slow",
+            "--dataset",
+            &dataset_arg,
+            "--endpoint",
+            &endpoint_arg,
+            "--model",
+            testing::MODEL,
+            "--wait",
+            "--interval",
+            "0.2",
         ]
         .iter()
         .map(|s| s.to_string())
@@ -150,7 +165,10 @@ async fn run_and_export_commands_wait_and_exit_with_a_code_a_scheduler_can_use(
         })
     };
     let slow_run = loop {
-        let found: Option<i64> = sqlx::query_scalar("SELECT id FROM runs WHERE name = 'slow'").fetch_optional(&pool).await.unwrap();
+        let found: Option<i64> = sqlx::query_scalar("SELECT id FROM runs WHERE name = 'slow'")
+            .fetch_optional(&pool)
+            .await
+            .unwrap();
         if let Some(id) = found {
             break id;
         }
@@ -170,20 +188,31 @@ async fn run_and_export_commands_wait_and_exit_with_a_code_a_scheduler_can_use(
     };
     spec.selection.review = domain::export::ReviewFilter::All;
     engine::export::store::save_preset(&pool, "everything", &spec, Some(user)).await.unwrap();
-    let (code, out, err) = cli(&served, &token, &["export", "start", "--preset", "everything", "--wait", "--interval", "0.2"]).await;
+    let (code, out, err) =
+        cli(&served, &token, &["export", "start", "--preset", "everything", "--wait", "--interval", "0.2"])
+            .await;
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("completed"), "{out}");
     let export: i64 = out.split_whitespace().nth(1).unwrap().parse().unwrap();
     let target = served.data_dir.join("downloaded");
     let (code, out, err) =
-        cli(&served, &token, &["export", "download", &export.to_string(), "--out", target.to_str().unwrap()]).await;
+        cli(&served, &token, &["export", "download", &export.to_string(), "--out", target.to_str().unwrap()])
+            .await;
     assert_eq!(code, 0, "{out}{err}");
     let record = engine::export::store::get(&pool, export).await.unwrap();
     let folder = std::path::PathBuf::from(record.location.unwrap());
     for name in ["train.jsonl", "manifest.json"] {
-        assert_eq!(std::fs::read(target.join(name)).unwrap(), std::fs::read(folder.join(name)).unwrap(), "{name}");
+        assert_eq!(
+            std::fs::read(target.join(name)).unwrap(),
+            std::fs::read(folder.join(name)).unwrap(),
+            "{name}"
+        );
     }
-    assert!(!std::fs::read_dir(&target).unwrap().any(|e| e.unwrap().file_name().to_string_lossy().contains("partial")));
+    assert!(!std::fs::read_dir(&target).unwrap().any(|e| e
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .contains("partial")));
     let (code, _, err) = cli(&served, &token, &["export", "start", "--preset", "nope"]).await;
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("everything"), "names the presets there are: {err}");
@@ -220,7 +249,11 @@ async fn the_python_example_runs_the_whole_pipeline(options: PgPoolOptions, conn
     let served = serve(&connect).await;
     let prompts = served.data_dir.join("datasets/prompts.jsonl");
     let lines: String = (0..5)
-        .map(|i| serde_json::json!({"messages": [{"role": "user", "content": format!("Tell me about {i}.")}]}).to_string() + "\n")
+        .map(|i| {
+            serde_json::json!({"messages": [{"role": "user", "content": format!("Tell me about {i}.")}]})
+                .to_string()
+                + "\n"
+        })
         .collect();
     std::fs::write(&prompts, lines).unwrap();
     let script = served.data_dir.join("pipeline.py");
@@ -243,10 +276,11 @@ async fn the_python_example_runs_the_whole_pipeline(options: PgPoolOptions, conn
     .unwrap();
     let log = String::from_utf8_lossy(&output.stdout).to_string() + &String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{log}");
-    let ok: i64 = sqlx::query_scalar("SELECT count(*) FROM samples WHERE state = 'ok' AND review_state = 'approved'")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let ok: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM samples WHERE state = 'ok' AND review_state = 'approved'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
     assert!(ok > 0, "{log}");
     assert!(log.contains(&format!("approved {ok}, exported {ok} rows")), "{log}");
     let train = std::fs::read_to_string(out_dir.join("train.jsonl")).unwrap();

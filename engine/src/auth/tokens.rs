@@ -41,8 +41,9 @@ pub async fn create(pool: &PgPool, user_id: i64, name: &str, days: u32) -> Resul
                VALUES ($1, $2, $3, now() + make_interval(days => $4))
                RETURNING *
            )
-           SELECT made.id, made.user_id, u.username, made.name, made.created_at, made.expires_at,
-                  made.last_used_at, made.revoked_at
+           SELECT made.id AS "id!", made.user_id AS "user_id!", u.username, made.name AS "name!",
+                  made.created_at AS "created_at!", made.expires_at AS "expires_at!",
+                  made.last_used_at AS "last_used_at?", made.revoked_at AS "revoked_at?"
            FROM made JOIN users u ON u.id = made.user_id"#,
         user_id,
         name,
@@ -69,7 +70,7 @@ pub async fn verify(pool: &PgPool, token: &str) -> Result<Option<Viewer>> {
                  AND t.revoked_at IS NULL AND t.expires_at > now() AND NOT u.disabled
                RETURNING u.id, u.username, u.role
            )
-           SELECT id, username, role AS "role: Role" FROM used"#,
+           SELECT id AS "id!", username AS "username!", role AS "role!: Role" FROM used"#,
         hash(token),
     )
     .fetch_optional(pool)

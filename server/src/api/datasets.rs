@@ -9,9 +9,7 @@ use super::{
 };
 use crate::state::AppState;
 use axum::{extract::State, http::StatusCode, Json};
-use domain::{
-    dataset::{DatasetDetail, DatasetSummary, Mapping, SourceSpec}
-};
+use domain::dataset::{DatasetDetail, DatasetSummary, Mapping, SourceSpec};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -53,7 +51,11 @@ pub async fn list(
     responses((status = 200, body = Object, description = "the dataset as its page shows it"),
         (status = 404, body = super::error::ErrorBody)),
     security(("bearer" = [])))]
-pub async fn get(State(state): State<AppState>, _: Engineer, ApiPath(id): ApiPath<i64>) -> ApiResult<DatasetDetail> {
+pub async fn get(
+    State(state): State<AppState>,
+    _: Engineer,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<DatasetDetail> {
     Ok(Json(engine::datasets::store::detail(&state.services.pool, id).await?))
 }
 

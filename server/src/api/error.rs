@@ -77,7 +77,10 @@ impl From<JsonRejection> for ApiError {
         };
         Self::new(
             status,
-            format!("the request body is not what this route takes ({}); see /api/v1/docs", rejection.body_text()),
+            format!(
+                "the request body is not what this route takes ({}); see /api/v1/docs",
+                rejection.body_text()
+            ),
         )
     }
 }

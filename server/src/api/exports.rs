@@ -9,12 +9,7 @@ use super::{
 };
 use crate::state::AppState;
 use app::exports::api::{item, ExportFile, ExportItem};
-use axum::{
-    extract::State,
-    http::StatusCode,
-    response::{IntoResponse, Response},
-    Json,
-};
+use axum::{extract::State, http::StatusCode, response::Response, Json};
 use domain::export::ExportSpec;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -72,7 +67,9 @@ pub async fn start(
             };
             (preset.spec.clone(), Some(preset.id))
         }
-        _ => return Err(ApiError::invalid("send either `spec` or `preset` (a saved preset's name), not both")),
+        _ => {
+            return Err(ApiError::invalid("send either `spec` or `preset` (a saved preset's name), not both"))
+        }
     };
     let id = engine::export::job::start(
         &services.pool,
@@ -104,7 +101,11 @@ pub async fn list(
     responses((status = 200, body = Object, description = "the export as the Exports page lists it"),
         (status = 404, body = super::error::ErrorBody)),
     security(("bearer" = [])))]
-pub async fn get(State(state): State<AppState>, _: Engineer, ApiPath(id): ApiPath<i64>) -> ApiResult<ExportItem> {
+pub async fn get(
+    State(state): State<AppState>,
+    _: Engineer,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<ExportItem> {
     Ok(Json(item(engine::export::store::get(&state.services.pool, id).await?)))
 }
 
@@ -112,7 +113,11 @@ pub async fn get(State(state): State<AppState>, _: Engineer, ApiPath(id): ApiPat
 #[utoipa::path(get, path = "/api/v1/exports/{id}/files", tag = "exports", params(("id" = i64, Path)),
     responses((status = 200, body = FileList), (status = 404, body = super::error::ErrorBody)),
     security(("bearer" = [])))]
-pub async fn files(State(state): State<AppState>, _: Engineer, ApiPath(id): ApiPath<i64>) -> ApiResult<FileList> {
+pub async fn files(
+    State(state): State<AppState>,
+    _: Engineer,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<FileList> {
     Ok(Json(FileList { files: item(engine::export::store::get(&state.services.pool, id).await?).files }))
 }
 
@@ -140,4 +145,3 @@ pub async fn download(
         .unwrap_or_else(|_| "the file cannot be served".into());
     Err(ApiError::new(status, text))
 }
-

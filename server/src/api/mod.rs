@@ -26,33 +26,35 @@ pub const PREFIX: &str = "/api/v1";
 /// The API's routes, authenticated, plus the public OpenAPI document and its page.
 pub fn routes(state: AppState) -> Router<AppState> {
     let authenticated = Router::new()
-        .route("/api/v1/runs", get(runs::list).post(runs::create))
-        .route("/api/v1/runs/{id}", get(runs::get))
-        .route("/api/v1/runs/{id}/pause", post(runs::pause))
-        .route("/api/v1/runs/{id}/resume", post(runs::resume))
-        .route("/api/v1/runs/{id}/cancel", post(runs::cancel))
-        .route("/api/v1/runs/{id}/retry", post(runs::retry))
-        .route("/api/v1/runs/{id}/events", get(runs::events))
-        .route("/api/v1/runs/{id}/samples", get(samples::list))
-        .route("/api/v1/samples/{id}", get(samples::get))
-        .route("/api/v1/samples/{id}/decision", post(samples::decide))
-        .route("/api/v1/exports", get(exports::list).post(exports::start))
-        .route("/api/v1/exports/{id}", get(exports::get))
-        .route("/api/v1/exports/{id}/files", get(exports::files))
-        .route("/api/v1/exports/{id}/files/{name}", get(exports::download))
-        .route("/api/v1/endpoints", get(endpoints::list).post(endpoints::create))
-        .route("/api/v1/endpoints/{id}/check", post(endpoints::check))
-        .route("/api/v1/datasets", get(datasets::list).post(datasets::import))
-        .route("/api/v1/datasets/{id}", get(datasets::get))
+        .route("/runs", get(runs::list).post(runs::create))
+        .route("/runs/{id}", get(runs::get))
+        .route("/runs/{id}/pause", post(runs::pause))
+        .route("/runs/{id}/resume", post(runs::resume))
+        .route("/runs/{id}/cancel", post(runs::cancel))
+        .route("/runs/{id}/retry", post(runs::retry))
+        .route("/runs/{id}/events", get(runs::events))
+        .route("/runs/{id}/samples", get(samples::list))
+        .route("/samples/{id}", get(samples::get))
+        .route("/samples/{id}/decision", post(samples::decide))
+        .route("/exports", get(exports::list).post(exports::start))
+        .route("/exports/{id}", get(exports::get))
+        .route("/exports/{id}/files", get(exports::files))
+        .route("/exports/{id}/files/{name}", get(exports::download))
+        .route("/endpoints", get(endpoints::list).post(endpoints::create))
+        .route("/endpoints/{id}/check", post(endpoints::check))
+        .route("/datasets", get(datasets::list).post(datasets::import))
+        .route("/datasets/{id}", get(datasets::get))
         .layer(middleware::from_fn_with_state(state, auth::authenticate));
-    Router::new()
-        .route(openapi::DOCUMENT_PATH, get(openapi::document))
-        .route(openapi::PAGE_PATH, get(openapi::page))
+    let api = Router::new()
+        .route("/openapi.json", get(openapi::document))
+        .route("/docs", get(openapi::page))
         .merge(authenticated)
-        .fallback(no_such_route)
+        .fallback(no_such_route);
+    // Nested, so the API's own fallback answers unknown API paths in the API's error shape.
+    Router::new().nest(PREFIX, api)
 }
 
-async fn no_such_route(uri: axum::http::Uri) -> ApiError {
+async fn no_such_route(uri: axum::extract::OriginalUri) -> ApiError {
     ApiError::not_found(format!(
         "{} is not an API route; the routes are listed at {}",
         uri.path(),

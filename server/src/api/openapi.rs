@@ -1,7 +1,7 @@
 //! The OpenAPI 3.1 document, generated from the handlers' `#[utoipa::path]` annotations, and a
 //! plain HTML page that lists its routes (no scripts, no CDN: it works offline).
 
-use super::{datasets, endpoints, error, exports, page, runs, samples};
+use super::{datasets, endpoints, error, exports, runs, samples};
 use axum::{response::Html, Json};
 use utoipa::{
     openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme},
@@ -28,7 +28,7 @@ pub const PAGE_PATH: &str = "/api/v1/docs";
         endpoints::list, endpoints::create, endpoints::check,
         datasets::list, datasets::get, datasets::import,
     ),
-    components(schemas(error::ErrorBody, error::ErrorDetail, page::PageQuery)),
+    components(schemas(error::ErrorBody, error::ErrorDetail)),
     modifiers(&BearerAuth),
     tags(
         (name = "runs", description = "Generation runs (engineer)"),
@@ -47,7 +47,9 @@ impl Modify for BearerAuth {
         let components = openapi.components.get_or_insert_with(Default::default);
         components.add_security_scheme(
             "bearer",
-            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).bearer_format("ds_…").build()),
+            SecurityScheme::Http(
+                HttpBuilder::new().scheme(HttpAuthScheme::Bearer).bearer_format("ds_…").build(),
+            ),
         );
     }
 }

@@ -29,12 +29,18 @@ impl PageQuery {
     /// A page of `items` (of any order) by descending id: newest first, stable under inserts.
     /// Used for the small tables (runs, datasets, endpoints, exports), which the engine lists
     /// whole; samples are paged by the engine's own cursor.
-    pub fn by_id<T>(&self, mut items: Vec<T>, id: impl Fn(&T) -> i64) -> Result<(Vec<T>, Option<String>), ApiError> {
+    pub fn by_id<T>(
+        &self,
+        mut items: Vec<T>,
+        id: impl Fn(&T) -> i64,
+    ) -> Result<(Vec<T>, Option<String>), ApiError> {
         let limit = self.limit()?;
         let after = match self.after.as_deref().map(str::trim).filter(|a| !a.is_empty()) {
             None => None,
             Some(raw) => Some(raw.parse::<i64>().map_err(|_| {
-                ApiError::invalid(format!("`after` must be the `next` value of the previous page, not `{raw}`"))
+                ApiError::invalid(format!(
+                    "`after` must be the `next` value of the previous page, not `{raw}`"
+                ))
             })?),
         };
         items.sort_by_key(|item| std::cmp::Reverse(id(item)));

@@ -38,7 +38,8 @@ pub struct RunsPage {
 /// `max_tokens`, `temperature`, `selection`, `concurrency`, … Omitted fields take the form's
 /// defaults; numbers may be sent as JSON numbers or strings.
 #[derive(Debug, Deserialize, ToSchema)]
-pub struct NewRunBody(#[schema(value_type = Object)] pub serde_json::Value);
+#[schema(value_type = Object)]
+pub struct NewRunBody(pub serde_json::Value);
 
 /// A retry pass; omitted fields keep the run's settings.
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -72,7 +73,10 @@ pub fn form_from_json(body: serde_json::Value) -> Result<RunForm, ApiError> {
         return Err(ApiError::invalid("send the run as a JSON object of the new-run form's fields"));
     };
     let Ok(Value::Object(mut form)) = serde_json::to_value(RunForm::with_defaults()) else {
-        return Err(ApiError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, "the run form cannot be built"));
+        return Err(ApiError::new(
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            "the run form cannot be built",
+        ));
     };
     let mut unknown = Vec::new();
     for (key, value) in given {
@@ -164,7 +168,11 @@ async fn control(state: &AppState, viewer: &Viewer, id: i64, action: Control) ->
 #[utoipa::path(post, path = "/api/v1/runs/{id}/pause", tag = "runs", params(("id" = i64, Path)),
     responses((status = 200, body = StatusBody), (status = 409, body = super::error::ErrorBody)),
     security(("bearer" = [])))]
-pub async fn pause(State(state): State<AppState>, Engineer(viewer): Engineer, ApiPath(id): ApiPath<i64>) -> ApiResult<StatusBody> {
+pub async fn pause(
+    State(state): State<AppState>,
+    Engineer(viewer): Engineer,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<StatusBody> {
     control(&state, &viewer, id, Control::Pause).await
 }
 
@@ -172,7 +180,11 @@ pub async fn pause(State(state): State<AppState>, Engineer(viewer): Engineer, Ap
 #[utoipa::path(post, path = "/api/v1/runs/{id}/resume", tag = "runs", params(("id" = i64, Path)),
     responses((status = 200, body = StatusBody), (status = 409, body = super::error::ErrorBody)),
     security(("bearer" = [])))]
-pub async fn resume(State(state): State<AppState>, Engineer(viewer): Engineer, ApiPath(id): ApiPath<i64>) -> ApiResult<StatusBody> {
+pub async fn resume(
+    State(state): State<AppState>,
+    Engineer(viewer): Engineer,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<StatusBody> {
     control(&state, &viewer, id, Control::Resume).await
 }
 
@@ -180,7 +192,11 @@ pub async fn resume(State(state): State<AppState>, Engineer(viewer): Engineer, A
 #[utoipa::path(post, path = "/api/v1/runs/{id}/cancel", tag = "runs", params(("id" = i64, Path)),
     responses((status = 200, body = StatusBody), (status = 409, body = super::error::ErrorBody)),
     security(("bearer" = [])))]
-pub async fn cancel(State(state): State<AppState>, Engineer(viewer): Engineer, ApiPath(id): ApiPath<i64>) -> ApiResult<StatusBody> {
+pub async fn cancel(
+    State(state): State<AppState>,
+    Engineer(viewer): Engineer,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<StatusBody> {
     control(&state, &viewer, id, Control::Cancel).await
 }
 
@@ -193,9 +209,15 @@ pub async fn retry(
     State(state): State<AppState>,
     Engineer(viewer): Engineer,
     ApiPath(id): ApiPath<i64>,
-    body: Option<ApiJson<RetryBody>>,
+    body: axum::body::Bytes,
 ) -> ApiResult<Requeued> {
-    let body = body.map(|b| b.0).unwrap_or_default();
+    // The body is optional: none keeps every setting of the run.
+    let body: RetryBody = if body.iter().all(u8::is_ascii_whitespace) {
+        RetryBody::default()
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|e| ApiError::invalid(format!("the retry pass cannot be read: {e}; see /api/v1/docs")))?
+    };
     let pass = runs::RetryPass {
         states: body.states,
         error_contains: body.error_contains,

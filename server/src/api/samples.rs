@@ -8,9 +8,7 @@ use super::{
 };
 use crate::state::AppState;
 use axum::{extract::State, Json};
-use domain::{
-    review::{Decision, SampleFilter}
-};
+use domain::review::{Decision, SampleFilter};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use utoipa::ToSchema;

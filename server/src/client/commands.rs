@@ -43,7 +43,9 @@ async fn run_command(command: RunCommand) -> Result<u8, ClientError> {
             let api = client(&start.api)?;
             let body = start_body(&start)?;
             let created: Value = api.post("/runs", &body).await?;
-            let id = created["id"].as_i64().ok_or_else(|| ClientError::new(exit::ERROR, "no run id in the answer"))?;
+            let id = created["id"]
+                .as_i64()
+                .ok_or_else(|| ClientError::new(exit::ERROR, "no run id in the answer"))?;
             if !start.wait.wait {
                 println!("{id}");
                 return Ok(exit::COMPLETED);
@@ -91,7 +93,12 @@ fn start_body(start: &RunStart) -> Result<Value, ClientError> {
                 .map_err(|e| bad_input(format!("cannot read the settings file {}: {e}", path.display())))?;
             match serde_json::from_str(&text) {
                 Ok(Value::Object(map)) => map,
-                Ok(_) => return Err(bad_input(format!("{} must hold a JSON object of run fields", path.display()))),
+                Ok(_) => {
+                    return Err(bad_input(format!(
+                        "{} must hold a JSON object of run fields",
+                        path.display()
+                    )))
+                }
                 Err(e) => return Err(bad_input(format!("{} is not valid JSON: {e}", path.display()))),
             }
         }
@@ -150,7 +157,8 @@ async fn wait_for_run(api: &ApiClient, id: i64, wait: &WaitArgs) -> Result<u8, C
         bar.update(&snapshot);
         let code = match snapshot["status"].as_str() {
             Some("completed") => {
-                let succeeded = count(&snapshot, "ok") + count(&snapshot, "truncated") + count(&snapshot, "empty");
+                let succeeded =
+                    count(&snapshot, "ok") + count(&snapshot, "truncated") + count(&snapshot, "empty");
                 let failed = count(&snapshot, "failed") + count(&snapshot, "timed_out");
                 Some(if succeeded == 0 && failed > 0 { exit::FAILED } else { exit::COMPLETED })
             }
@@ -173,8 +181,9 @@ async fn export_command(command: ExportCommand) -> Result<u8, ClientError> {
             let body = match (preset, spec) {
                 (Some(name), None) => json!({ "preset": name }),
                 (None, Some(path)) => {
-                    let text = std::fs::read_to_string(&path)
-                        .map_err(|e| bad_input(format!("cannot read the spec file {}: {e}", path.display())))?;
+                    let text = std::fs::read_to_string(&path).map_err(|e| {
+                        bad_input(format!("cannot read the spec file {}: {e}", path.display()))
+                    })?;
                     let spec: Value = serde_json::from_str(&text)
                         .map_err(|e| bad_input(format!("{} is not valid JSON: {e}", path.display())))?;
                     json!({ "spec": spec })
@@ -182,7 +191,9 @@ async fn export_command(command: ExportCommand) -> Result<u8, ClientError> {
                 _ => return Err(bad_input("pass --preset NAME or --spec FILE")),
             };
             let created: Value = api.post("/exports", &body).await?;
-            let id = created["id"].as_i64().ok_or_else(|| ClientError::new(exit::ERROR, "no export id in the answer"))?;
+            let id = created["id"]
+                .as_i64()
+                .ok_or_else(|| ClientError::new(exit::ERROR, "no export id in the answer"))?;
             if !wait.wait {
                 println!("{id}");
                 return Ok(exit::COMPLETED);
@@ -258,7 +269,10 @@ async fn download(api: &ApiClient, id: i64, out: &std::path::Path) -> Result<u8,
     for name in files {
         // Names come from the server's manifest; refuse any that would leave `out`.
         if name.contains(['/', '\\']) || name.starts_with('.') {
-            return Err(ClientError::new(exit::ERROR, format!("the server listed an unsafe file name {name:?}")));
+            return Err(ClientError::new(
+                exit::ERROR,
+                format!("the server listed an unsafe file name {name:?}"),
+            ));
         }
         let target = out.join(&name);
         let partial = out.join(format!(".{name}.partial"));
@@ -268,8 +282,12 @@ async fn download(api: &ApiClient, id: i64, out: &std::path::Path) -> Result<u8,
             .map_err(|e| local(e, format!("cannot write {}", partial.display())))?;
         let mut stream = response.bytes_stream();
         while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| ClientError::new(exit::UNAVAILABLE, format!("the download of {name} broke off: {e}")))?;
-            file.write_all(&chunk).await.map_err(|e| local(e, format!("cannot write {}", partial.display())))?;
+            let chunk = chunk.map_err(|e| {
+                ClientError::new(exit::UNAVAILABLE, format!("the download of {name} broke off: {e}"))
+            })?;
+            file.write_all(&chunk)
+                .await
+                .map_err(|e| local(e, format!("cannot write {}", partial.display())))?;
         }
         file.sync_all().await.map_err(|e| local(e, format!("cannot write {}", partial.display())))?;
         tokio::fs::rename(&partial, &target)

@@ -60,14 +60,20 @@ impl ApiClient {
         format!("{}/api/v1{path}", self.base)
     }
 
-    async fn send(&self, method: Method, path: &str, body: Option<&serde_json::Value>) -> Result<reqwest::Response, ClientError> {
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&serde_json::Value>,
+    ) -> Result<reqwest::Response, ClientError> {
         let mut request = self.http.request(method, self.url(path)).bearer_auth(&self.token);
         if let Some(body) = body {
             request = request.json(body);
         }
-        let response = request.send().await.map_err(|e| {
-            ClientError::new(exit::UNAVAILABLE, format!("cannot reach {}: {e}", self.base))
-        })?;
+        let response = request
+            .send()
+            .await
+            .map_err(|e| ClientError::new(exit::UNAVAILABLE, format!("cannot reach {}: {e}", self.base)))?;
         if response.status().is_success() {
             return Ok(response);
         }
@@ -84,7 +90,11 @@ impl ApiClient {
         decode(self.send(Method::GET, path, None).await?).await
     }
 
-    pub async fn post<T: DeserializeOwned>(&self, path: &str, body: &impl Serialize) -> Result<T, ClientError> {
+    pub async fn post<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &impl Serialize,
+    ) -> Result<T, ClientError> {
         let body = serde_json::to_value(body).map_err(|e| ClientError::new(exit::ERROR, e.to_string()))?;
         decode(self.send(Method::POST, path, Some(&body)).await?).await
     }

@@ -35,7 +35,10 @@ impl RunProgress {
             Some(s) if s.is_finite() => format_secs(s),
             _ => "–".into(),
         };
-        self.bar.set_message(format!("{tok_s:.0} tok/s  ETA {eta}  [{}]", snapshot["status"].as_str().unwrap_or("?")));
+        self.bar.set_message(format!(
+            "{tok_s:.0} tok/s  ETA {eta}  [{}]",
+            snapshot["status"].as_str().unwrap_or("?")
+        ));
     }
 
     pub fn finish(&self) {
