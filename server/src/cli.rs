@@ -122,7 +122,7 @@ pub struct ApiArgs {
     #[arg(long, env = "DS_URL", default_value = "http://127.0.0.1:3000")]
     pub url: String,
     /// An API token from the app's Tokens page.
-    #[arg(long, env = "DS_TOKEN", hide_env_values = true, default_value = "")]
+    #[arg(long, env = "DS_TOKEN", hide_env_values = true, default_value = "", hide_default_value = true)]
     pub token: String,
 }
 
