@@ -55,6 +55,16 @@ async fn a_pipeline_runs_end_to_end_with_a_token_only(pool: sqlx::PgPool) {
         poll(&app, &format!("/api/v1/datasets/{dataset}"), &token, |d| d["summary"]["status"] != "importing")
             .await;
     assert_eq!(detail["summary"]["status"], "ready", "{detail}");
+    let (status, rows) =
+        app.api(Method::GET, &format!("/api/v1/datasets/{dataset}/rows?limit=4"), Some(&token), None).await;
+    assert_eq!(status, StatusCode::OK, "{rows}");
+    assert_eq!(rows["items"].as_array().unwrap().len(), 4, "{rows}");
+    let after = rows["next"].as_str().expect("a second page");
+    let (_, rest) = app
+        .api(Method::GET, &format!("/api/v1/datasets/{dataset}/rows?after={after}"), Some(&token), None)
+        .await;
+    assert_eq!(rest["items"].as_array().unwrap().len(), 2, "{rest}");
+    assert!(rest["next"].is_null(), "{rest}");
 
     // The simulator as an endpoint.
     let (status, body) = app
@@ -145,6 +155,9 @@ async fn a_pipeline_runs_end_to_end_with_a_token_only(pool: sqlx::PgPool) {
     })
     .await;
     assert_eq!(done["status"], "completed", "{done}");
+    let (status, body) =
+        app.api(Method::POST, &format!("/api/v1/exports/{export}/cancel"), Some(&token), None).await;
+    assert_eq!(status, StatusCode::CONFLICT, "a finished export cannot be cancelled: {body}");
     assert_eq!(done["counts"]["written"], 1, "only the approved sample: {done}");
     let (_, files) =
         app.api(Method::GET, &format!("/api/v1/exports/{export}/files"), Some(&token), None).await;
@@ -269,6 +282,7 @@ const ROUTES: &[(&str, &str, Role)] = &[
     ("GET", "/api/v1/exports", Role::Engineer),
     ("POST", "/api/v1/exports", Role::Engineer),
     ("GET", "/api/v1/exports/{id}", Role::Engineer),
+    ("POST", "/api/v1/exports/{id}/cancel", Role::Engineer),
     ("GET", "/api/v1/exports/{id}/files", Role::Engineer),
     ("GET", "/api/v1/exports/{id}/files/{name}", Role::Engineer),
     ("GET", "/api/v1/endpoints", Role::Engineer),
@@ -277,6 +291,7 @@ const ROUTES: &[(&str, &str, Role)] = &[
     ("GET", "/api/v1/datasets", Role::Engineer),
     ("POST", "/api/v1/datasets", Role::Engineer),
     ("GET", "/api/v1/datasets/{id}", Role::Engineer),
+    ("GET", "/api/v1/datasets/{id}/rows", Role::Engineer),
 ];
 
 fn concrete(template: &str) -> String {

@@ -91,3 +91,44 @@ pub async fn import(
     tracing::info!(by = %viewer.username, dataset = started.id, "dataset import started through the API");
     Ok((StatusCode::CREATED, Json(Created { id: started.id })))
 }
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RowsPage {
+    /// Imported rows (normalized messages, row key, category), in import order.
+    #[schema(value_type = Vec<Object>)]
+    pub items: Vec<domain::dataset::DatasetRow>,
+    pub next: Option<String>,
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct RowsQuery {
+    /// The `next` cursor of the previous page.
+    pub after: Option<i64>,
+    /// Rows per page, 1 to 200 (default 50).
+    pub limit: Option<i64>,
+    /// Only rows whose text contains this.
+    pub q: Option<String>,
+}
+
+/// A dataset's imported rows, paged by key.
+#[utoipa::path(get, path = "/api/v1/datasets/{id}/rows", tag = "datasets",
+    params(("id" = i64, Path), RowsQuery),
+    responses((status = 200, body = RowsPage), (status = 404, body = super::error::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn rows(
+    State(state): State<AppState>,
+    _: Engineer,
+    ApiPath(id): ApiPath<i64>,
+    ApiQuery(query): ApiQuery<RowsQuery>,
+) -> ApiResult<RowsPage> {
+    let limit = match query.limit {
+        None => 50,
+        Some(n) if (1..=200).contains(&n) => n,
+        Some(n) => return Err(ApiError::invalid(format!("limit must be 1 to 200, not {n}"))),
+    };
+    let page =
+        engine::datasets::store::rows(&state.services.pool, id, query.after, query.q.as_deref(), limit)
+            .await?;
+    Ok(Json(RowsPage { items: page.rows, next: page.next_after.map(|n| n.to_string()) }))
+}

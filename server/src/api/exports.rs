@@ -145,3 +145,22 @@ pub async fn download(
         .unwrap_or_else(|_| "the file cannot be served".into());
     Err(ApiError::new(status, text))
 }
+
+/// Ask a running export to stop; it removes what it wrote.
+#[utoipa::path(post, path = "/api/v1/exports/{id}/cancel", tag = "exports", params(("id" = i64, Path)),
+    responses((status = 200, body = super::runs::StatusBody), (status = 409, body = super::error::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn cancel(
+    State(state): State<AppState>,
+    Engineer(viewer): Engineer,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<super::runs::StatusBody> {
+    if !engine::export::job::cancel(&state.services.pool, id).await? {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            format!("export {id} is not running (or does not exist); see GET /api/v1/exports/{id}"),
+        ));
+    }
+    tracing::info!(by = %viewer.username, export = id, "export cancel requested through the API");
+    Ok(Json(super::runs::StatusBody { status: "cancelling".into() }))
+}
