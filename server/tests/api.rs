@@ -425,3 +425,28 @@ async fn the_openapi_document_lists_every_route_and_is_served(pool: sqlx::PgPool
         );
     }
 }
+
+#[sqlx::test(migrator = "engine::MIGRATOR")]
+async fn the_tokens_page_makes_lists_and_revokes_tokens_for_a_signed_in_account(pool: sqlx::PgPool) {
+    let app = TestApp::new(pool.clone()).await;
+    app.add_user("rita", Role::Reviewer).await;
+    let cookie = app.login("rita").await;
+    let response = app.post("/api/tokens/create", Some(&cookie), "name=notebook&days=7").await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let created: Value = serde_json::from_str(&support::body_text(response).await).unwrap();
+    let token = created["token"].as_str().unwrap().to_string();
+    assert!(token.starts_with("ds_"), "{created}");
+    // The token works on the API with rita's role.
+    let (status, _) = app.api(Method::GET, "/api/v1/samples/1", Some(&token), None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "a reviewer may read samples; there is none");
+    let page = support::body_text(app.get("/tokens", Some(&cookie)).await).await;
+    assert!(page.contains("data-testid=\"tokens-table\"") && page.contains("notebook"), "{page}");
+    assert!(!page.contains(&token), "the plaintext is never shown again");
+    let response = app.post("/api/tokens/create", Some(&cookie), "name=x&days=1000").await;
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let id = created["summary"]["id"].as_i64().unwrap();
+    let response = app.post("/api/tokens/revoke", Some(&cookie), &format!("id={id}")).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let (status, _) = app.api(Method::GET, "/api/v1/samples/1", Some(&token), None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+}
