@@ -14,6 +14,7 @@ pub mod review;
 pub mod runs;
 #[cfg(feature = "ssr")]
 pub mod ssr;
+pub mod tokens;
 pub mod users;
 
 pub use error::AppError;
@@ -108,6 +109,10 @@ pub fn App() -> impl IntoView {
                     <Route
                         path=path!("endpoints")
                         view=|| view! { <Guard role=Role::Engineer><endpoints::EndpointsPage/></Guard> }
+                    />
+                    <Route
+                        path=path!("tokens")
+                        view=|| view! { <Guard role=Role::Reviewer><tokens::TokensPage/></Guard> }
                     />
                     <Route
                         path=path!("users")

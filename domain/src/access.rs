@@ -19,6 +19,7 @@ pub const SECTIONS: &[(&str, &str, Role)] = &[
     ("/review", "Review", Role::Reviewer),
     ("/exports", "Exports", Role::Engineer),
     ("/endpoints", "Endpoints", Role::Engineer),
+    ("/tokens", "Tokens", Role::Reviewer),
     ("/users", "Users", Role::Admin),
 ];
 
@@ -47,6 +48,11 @@ pub const API_NAMESPACES: &[(&str, PageAccess)] = &[
     ("runs", PageAccess::Requires(Role::Engineer)),
     ("exports", PageAccess::Requires(Role::Engineer)),
     ("review", PageAccess::Requires(Role::Reviewer)),
+    // Every account manages its own tokens; the functions widen the view for admins.
+    ("tokens", PageAccess::Requires(Role::Reviewer)),
+    // The versioned API authenticates bearer tokens itself and checks each route's role
+    // (server/src/api); session cookies are not accepted there.
+    ("v1", PageAccess::Public),
 ];
 
 /// The rule for a server-function path, or `None` when it is in no known namespace (refused).

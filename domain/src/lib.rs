@@ -13,6 +13,7 @@ pub mod review;
 pub mod role;
 pub mod run_form;
 pub mod stored;
+pub mod token;
 pub mod units;
 pub mod user;
 

@@ -12,8 +12,29 @@ use tower_sessions::Session;
 
 /// Resolves the session's user once per request and puts their `Viewer` in the request
 /// extensions, where page guards and server functions read it. A disabled or deleted user's
-/// session is ended here.
+/// session is ended here. A run's event stream also takes an API token (`Authorization:
+/// Bearer`), so scripts can follow a run; no other session route does, so a token cannot make
+/// more tokens or act as a browser.
 pub async fn resolve_viewer(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    if is_run_event_stream(request.uri().path()) {
+        if let Some(token) = crate::api::auth::bearer(request.headers()).map(str::to_string) {
+            match engine::auth::tokens::verify(&state.services.pool, &token).await {
+                Ok(Some(viewer)) => {
+                    request.extensions_mut().insert(viewer);
+                    return next.run(request).await;
+                }
+                Ok(None) => return error_json(StatusCode::UNAUTHORIZED, app::AppError::Unauthorized),
+                Err(e) => {
+                    tracing::error!(error = %e, "verifying an API token failed");
+                    return (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "the database is not answering; try again shortly",
+                    )
+                        .into_response();
+                }
+            }
+        }
+    }
     if let Some(session) = request.extensions().get::<Session>().cloned() {
         match session.get::<i64>(engine::auth::SESSION_USER_ID).await {
             Ok(Some(user_id)) => match engine::auth::find_viewer(&state.services.pool, user_id).await {
@@ -122,6 +143,12 @@ pub async fn api_error_status(request: Request, next: Next) -> Response {
 /// The same JSON body a server function returns for the error, so the UI shows its message.
 fn error_json(status: StatusCode, error: app::AppError) -> Response {
     (status, axum::Json(error)).into_response()
+}
+
+/// `/api/runs/{id}/events`.
+fn is_run_event_stream(path: &str) -> bool {
+    let mut parts = path.strip_prefix("/api/runs/").unwrap_or("").split('/');
+    matches!((parts.next(), parts.next(), parts.next()), (Some(id), Some("events"), None) if id.parse::<i64>().is_ok())
 }
 
 /// A browser asking for a page: GET/HEAD, not a server function, API, asset or file.

@@ -31,6 +31,15 @@ pub enum Command {
     /// Import source datasets from the command line.
     #[command(subcommand)]
     Dataset(DatasetCommand),
+    /// Start, watch and control generation runs through the HTTP API (--url/DS_URL, --token/DS_TOKEN).
+    #[command(subcommand, after_help = crate::client::EXIT_CODES_HELP)]
+    Run(RunCommand),
+    /// Start, watch and download exports through the HTTP API (--url/DS_URL, --token/DS_TOKEN).
+    #[command(subcommand, after_help = crate::client::EXIT_CODES_HELP)]
+    Export(ExportCommand),
+    /// Make API tokens from the command line.
+    #[command(subcommand)]
+    Token(TokenCommand),
 }
 
 #[derive(Subcommand, Debug)]
@@ -104,4 +113,141 @@ pub struct UserAdd {
 
 fn parse_role(value: &str) -> Result<Role, String> {
     value.parse().map_err(|e: domain::role::UnknownRole| e.to_string())
+}
+
+/// Where the API is and the token to call it with.
+#[derive(Args, Debug, Clone)]
+pub struct ApiArgs {
+    /// The app's address.
+    #[arg(long, env = "DS_URL", default_value = "http://127.0.0.1:3000")]
+    pub url: String,
+    /// An API token from the app's Tokens page.
+    #[arg(long, env = "DS_TOKEN", hide_env_values = true, default_value = "", hide_default_value = true)]
+    pub token: String,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct WaitArgs {
+    /// Wait until it ends, with a progress bar on a terminal; the exit code says how it ended.
+    #[arg(long)]
+    pub wait: bool,
+    /// Seconds between status checks while waiting.
+    #[arg(long, default_value_t = 2.0)]
+    pub interval: f64,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum RunCommand {
+    /// Start a run from a settings file (the new-run form's fields as JSON) and/or flags.
+    Start(RunStart),
+    /// Print a run's status and counters.
+    Status {
+        id: i64,
+        /// Print the whole snapshot as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        api: ApiArgs,
+    },
+    /// Pause a running run.
+    Pause {
+        id: i64,
+        #[command(flatten)]
+        api: ApiArgs,
+    },
+    /// Resume a paused run.
+    Resume {
+        id: i64,
+        #[command(flatten)]
+        api: ApiArgs,
+    },
+    /// Cancel a run (finished samples are kept).
+    Cancel {
+        id: i64,
+        #[command(flatten)]
+        api: ApiArgs,
+    },
+    /// Re-queue a run's failed and timed-out samples.
+    Retry {
+        id: i64,
+        #[command(flatten)]
+        api: ApiArgs,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct RunStart {
+    /// A JSON file with the new-run form's fields (`name`, `dataset_id`, `endpoint_ids`, `model`,
+    /// `max_tokens`, …); flags override it.
+    #[arg(long)]
+    pub settings: Option<std::path::PathBuf>,
+    #[arg(long)]
+    pub name: Option<String>,
+    /// The dataset's id.
+    #[arg(long)]
+    pub dataset: Option<i64>,
+    /// An endpoint's id; repeat for several.
+    #[arg(long = "endpoint")]
+    pub endpoints: Vec<i64>,
+    #[arg(long)]
+    pub model: Option<String>,
+    #[arg(long)]
+    pub max_tokens: Option<u32>,
+    #[arg(long)]
+    pub temperature: Option<f64>,
+    /// Any other form field, as KEY=VALUE (e.g. --set concurrency=fixed --set concurrency_fixed=64).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub fields: Vec<String>,
+    #[command(flatten)]
+    pub api: ApiArgs,
+    #[command(flatten)]
+    pub wait: WaitArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ExportCommand {
+    /// Start an export from a saved preset or a spec file.
+    Start {
+        /// A preset's name, as saved on the Exports page.
+        #[arg(long, conflicts_with = "spec", required_unless_present = "spec")]
+        preset: Option<String>,
+        /// A JSON file holding an export spec (`selection`, `format`, `destination`).
+        #[arg(long)]
+        spec: Option<std::path::PathBuf>,
+        #[command(flatten)]
+        api: ApiArgs,
+        #[command(flatten)]
+        wait: WaitArgs,
+    },
+    /// Print an export's status and progress.
+    Status {
+        id: i64,
+        #[command(flatten)]
+        api: ApiArgs,
+    },
+    /// Download every file of a completed folder export into a directory.
+    Download {
+        id: i64,
+        /// The directory to write into (created when missing).
+        #[arg(long)]
+        out: std::path::PathBuf,
+        #[command(flatten)]
+        api: ApiArgs,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TokenCommand {
+    /// Make an API token for an account and print it (shown once; works on the database, like `user add`).
+    Create {
+        username: String,
+        /// What the token is for.
+        #[arg(long, default_value = "cli")]
+        name: String,
+        /// Days until it expires.
+        #[arg(long, default_value_t = 90)]
+        days: u32,
+    },
 }

@@ -1,7 +1,7 @@
 //! What each command-line subcommand does.
 
 use crate::{
-    cli::{Cli, Command, DatasetCommand, DatasetImport, EndpointCommand, UserAdd, UserCommand},
+    cli::{Cli, Command, DatasetCommand, DatasetImport, EndpointCommand, TokenCommand, UserAdd, UserCommand},
     config::Config,
     leptos_config, router, session, shutdown,
     state::AppState,
@@ -36,7 +36,39 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::User(command) => user(config, command).await,
         Command::Endpoint(command) => endpoint(config, command).await,
         Command::Dataset(command) => dataset(config, command).await,
+        Command::Token(command) => token(config, command).await,
+        Command::Run(_) | Command::Export(_) => {
+            anyhow::bail!(
+                "`run` and `export` talk to the API; main dispatches them before configuration is read"
+            )
+        }
     }
+}
+
+async fn token(config: Config, command: TokenCommand) -> anyhow::Result<()> {
+    let pool = open_database(&config).await?;
+    match command {
+        TokenCommand::Create { username, name, days } => {
+            let username = engine::auth::normalize_username(&username)?;
+            let user_id =
+                sqlx::query_scalar!("SELECT id FROM users WHERE username = $1 AND NOT disabled", username)
+                    .fetch_optional(&pool)
+                    .await?
+                    .with_context(|| {
+                        format!(
+                            "there is no enabled account `{username}`; add it with `draft-studio user add`"
+                        )
+                    })?;
+            let created = engine::auth::tokens::create(&pool, user_id, &name, days).await?;
+            eprintln!(
+                "token {:?} of {username}, expires {}; it is shown only now:",
+                created.summary.name,
+                created.summary.expires_at.date()
+            );
+            println!("{}", created.token);
+        }
+    }
+    Ok(())
 }
 
 /// Creates the database when missing, connects, and applies pending migrations.

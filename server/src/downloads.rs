@@ -39,7 +39,7 @@ fn content_type(name: &str) -> &'static str {
     }
 }
 
-async fn download(State(state): State<AppState>, Path((id, name)): Path<(i64, String)>) -> Response {
+pub async fn download(State(state): State<AppState>, Path((id, name)): Path<(i64, String)>) -> Response {
     let record = match engine::export::store::get(&state.services.pool, id).await {
         Ok(record) => record,
         Err(engine::Error::NotFound(_)) => {

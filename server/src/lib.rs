@@ -5,7 +5,9 @@
 #![recursion_limit = "512"]
 
 pub mod access;
+pub mod api;
 pub mod cli;
+pub mod client;
 pub mod commands;
 pub mod config;
 pub mod downloads;

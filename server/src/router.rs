@@ -1,6 +1,6 @@
 //! The HTTP surface: pages and server functions (Leptos), static assets, health and metrics.
 
-use crate::{access, downloads, events, health, metrics, session, state::AppState, uploads};
+use crate::{access, api, downloads, events, health, metrics, session, state::AppState, uploads};
 use app::{shell, App};
 use axum::{http::StatusCode, middleware, routing::get, Router};
 use leptos::prelude::provide_context;
@@ -55,6 +55,8 @@ pub fn build(state: AppState, sessions: session::Layer) -> Router {
         .route("/metrics", get(metrics::serve))
         .nest_service("/pkg", ServeDir::new(pkg_dir).precompressed_gzip())
         .merge(stream_routes)
+        // Bearer tokens only, no session: see `api::auth`.
+        .merge(api::routes(state.clone()))
         .merge(app_routes)
         .with_state(state)
         .layer(middleware::from_fn_with_state(http_metrics, metrics::track))

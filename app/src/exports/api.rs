@@ -80,7 +80,7 @@ pub struct ExportChoices {
 }
 
 #[cfg(feature = "ssr")]
-fn item(record: engine::export::store::ExportRecord) -> ExportItem {
+pub fn item(record: engine::export::store::ExportRecord) -> ExportItem {
     use engine::export::manifest::Manifest;
     let spec: Option<ExportSpec> = domain::stored::from_stored(record.spec).ok();
     let manifest: Option<Manifest> = record.manifest.and_then(|m| serde_json::from_value(m).ok());

@@ -2,6 +2,7 @@
 
 mod login;
 mod password;
+pub mod tokens;
 mod users;
 
 pub use login::{LoginLimiter, LoginRequest};

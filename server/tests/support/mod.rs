@@ -130,3 +130,46 @@ pub async fn body_text(response: Response<Body>) -> String {
 pub fn location(response: &Response<Body>) -> Option<&str> {
     response.headers().get(header::LOCATION).and_then(|v| v.to_str().ok())
 }
+
+impl TestApp {
+    /// A personal API token of `user_id` (the plaintext, as shown once).
+    pub async fn token(&self, user_id: i64) -> String {
+        engine::auth::tokens::create(&self.pool, user_id, "test", 30).await.expect("token").token
+    }
+
+    /// One `/api/v1` call with an optional bearer token and JSON body; the status and the JSON
+    /// answer (`Null` for an empty or non-JSON body).
+    pub async fn api(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<serde_json::Value>,
+    ) -> (StatusCode, serde_json::Value) {
+        let response = self.api_raw(method, path, token, body).await;
+        let status = response.status();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        (status, serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null))
+    }
+
+    pub async fn api_raw(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<serde_json::Value>,
+    ) -> Response<Body> {
+        let mut request = Request::builder().method(method).uri(path);
+        if let Some(token) = token {
+            request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+        }
+        let body = match body {
+            Some(json) => {
+                request = request.header(header::CONTENT_TYPE, "application/json");
+                Body::from(json.to_string())
+            }
+            None => Body::empty(),
+        };
+        self.router.clone().oneshot(request.body(body).unwrap()).await.unwrap()
+    }
+}

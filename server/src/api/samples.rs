@@ -1,0 +1,105 @@
+//! Samples: a run's samples with the review filters, one sample, and a review decision.
+//! Reviewers and up, as on the Review pages.
+
+use super::{
+    auth::Reviewer,
+    error::{ApiError, ApiJson, ApiPath, ApiResult},
+    page::MAX_LIMIT,
+};
+use crate::state::AppState;
+use axum::{extract::State, Json};
+use domain::review::{Decision, SampleFilter};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use utoipa::ToSchema;
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct SamplesPage {
+    #[schema(value_type = Vec<Object>)]
+    pub items: Vec<domain::review::SampleRow>,
+    pub next: Option<String>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionBody {
+    /// The sample's `review_version` as you read it; a stale one is refused with 409.
+    pub version: i32,
+    /// `approve`, `reject` or `flag` (a flag needs at least one reason in `flags`).
+    #[schema(value_type = String)]
+    pub decision: Decision,
+    #[serde(default)]
+    pub flags: Vec<String>,
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct DecisionDone {
+    /// The sample's new `review_version`.
+    pub version: i32,
+}
+
+/// A run's samples with the review filters (`outcome`, `finish_reason`, `flag`, `review`,
+/// `reviewer`, `category`, token ranges such as `completion_tokens_min`, `q`, `sort`), paged
+/// with `after` and `limit`.
+#[utoipa::path(get, path = "/api/v1/runs/{id}/samples", tag = "samples",
+    params(("id" = i64, Path), ("after" = Option<String>, Query), ("limit" = Option<i64>, Query),
+        ("outcome" = Option<String>, Query), ("review" = Option<String>, Query),
+        ("finish_reason" = Option<String>, Query), ("flag" = Option<String>, Query),
+        ("q" = Option<String>, Query)),
+    responses((status = 200, body = SamplesPage), (status = 422, body = super::error::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn list(
+    State(state): State<AppState>,
+    _: Reviewer,
+    ApiPath(run): ApiPath<i64>,
+    axum::extract::Query(mut query): axum::extract::Query<BTreeMap<String, String>>,
+) -> ApiResult<SamplesPage> {
+    let after = query.remove("after");
+    let limit = match query.remove("limit") {
+        None => None,
+        Some(raw) => match raw.trim().parse::<i64>() {
+            Ok(n) if (1..=MAX_LIMIT as i64).contains(&n) => Some(n),
+            _ => return Err(ApiError::invalid(format!("limit must be 1 to {MAX_LIMIT}, not `{raw}`"))),
+        },
+    };
+    query.insert("run".into(), run.to_string());
+    let filter = SampleFilter::from_query(&query).map_err(ApiError::invalid)?;
+    let page = engine::review::list::page(&state.services.pool, &filter, after.as_deref(), limit).await?;
+    Ok(Json(SamplesPage { items: page.rows, next: page.next }))
+}
+
+/// One sample: prompt, reasoning, answer, attempts and review history.
+#[utoipa::path(get, path = "/api/v1/samples/{id}", tag = "samples", params(("id" = i64, Path)),
+    responses((status = 200, body = Object, description = "the sample as its review page shows it"),
+        (status = 404, body = super::error::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn get(
+    State(state): State<AppState>,
+    Reviewer(viewer): Reviewer,
+    ApiPath(id): ApiPath<i64>,
+) -> ApiResult<domain::review::SampleDetail> {
+    Ok(Json(engine::review::detail::load(&state.services.pool, &viewer, id).await?))
+}
+
+/// Approve, reject or flag a sample.
+#[utoipa::path(post, path = "/api/v1/samples/{id}/decision", tag = "samples", params(("id" = i64, Path)),
+    request_body = DecisionBody,
+    responses((status = 200, body = DecisionDone), (status = 409, body = super::error::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn decide(
+    State(state): State<AppState>,
+    Reviewer(viewer): Reviewer,
+    ApiPath(id): ApiPath<i64>,
+    ApiJson(body): ApiJson<DecisionBody>,
+) -> ApiResult<DecisionDone> {
+    let input = engine::review::DecisionInput {
+        sample_id: id,
+        version: body.version,
+        decision: body.decision,
+        flags: body.flags,
+        note: body.note,
+    };
+    let version = engine::review::decide(&state.services.pool, &viewer, input).await?;
+    Ok(Json(DecisionDone { version }))
+}
