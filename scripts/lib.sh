@@ -52,6 +52,9 @@ ensure_s3_server() {
     python3 -m pip install --quiet 'moto[server]' >/dev/null \
       || die "pip could not install moto[server]; the export tests need moto_server"
   fi
+  # The API's Python example (docs/api.md) runs in server/tests/cli.rs with plain `requests`.
+  python3 -c 'import requests' 2>/dev/null || python3 -m pip install --quiet requests >/dev/null \
+    || die "pip could not install requests; the API example test needs it"
 }
 
 # The template parity test (engine/tests/template_parity.rs) checks our chat-template renders

@@ -705,8 +705,7 @@ async fn the_manifest_records_sources_endpoints_tokenizer_reviewers_and_filters(
     }
     let mut spec = spec_into_sets(run);
     spec.format.layout = Layout::Tokenized;
-    spec.format.tokenization =
-        Some(Tokenization {
+    spec.format.tokenization = Some(Tokenization {
         tokenizer_dir: "tokenizers".into(),
         max_length: 4096,
         overlong: Overlong::Drop,

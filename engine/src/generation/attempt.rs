@@ -2,7 +2,7 @@
 //! settle the sample in the queue.
 
 use super::{
-    availability::{Sent, Verdict},
+    availability::Verdict,
     backoff,
     classify::{self, AfterFailure},
     conversation::{self, Turn},
@@ -155,7 +155,7 @@ impl Attempt<'_> {
                                 },
                                 duration: completion.duration,
                             };
-                            return self.failed(sample, failure, sent, started_at, &usage).await;
+                            return self.failed(sample, failure, started_at, &usage).await;
                         }
                         Ok(state) => {
                             tokens = tokens.zip(completion.tokens.clone()).map(|(mut all, this)| {
@@ -180,7 +180,7 @@ impl Attempt<'_> {
                         }
                     }
                 }
-                Err(failure) => return self.failed(sample, failure, sent, started_at, &usage).await,
+                Err(failure) => return self.failed(sample, failure, started_at, &usage).await,
             }
         }
 
@@ -231,7 +231,6 @@ impl Attempt<'_> {
         &self,
         sample: &Claimed,
         failure: Failure,
-        sent: Sent,
         started_at: OffsetDateTime,
         usage: &UsageSum,
     ) -> Result<(TryResult, u32), GaveUp> {
@@ -257,7 +256,7 @@ impl Attempt<'_> {
             messages: None,
             tokens: None,
         };
-        if self.endpoint.judge(&failure, sent).await == Verdict::Outage {
+        if self.endpoint.judge(&failure).await == Verdict::Outage {
             // Not the sample's fault: back to the queue uncounted, taken again once the
             // endpoint serves (or by another endpoint of the run).
             let held = self.release(sample, Duration::from_secs(1), record).await?;

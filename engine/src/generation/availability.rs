@@ -7,10 +7,10 @@
 //!   same way (401, 403, 404 for the model). So does a failing `/health`.
 //! - An ambiguous failure (HTTP 500, an error chunk, a stream cut mid-way, an idle timeout) may
 //!   be either. Its verdict waits for the next evidence: the server serving a request sent after
-//!   the failed one (another try, or a probe) says the failure was the sample's own, and it
-//!   counts; the endpoint going down first says it was the outage's, and it does not. A request
-//!   sent before the failed one proves nothing by finishing: an engine that fails every new
-//!   request still finishes the streams it had started.
+//!   the failure (another try, or a probe) says the failure was the sample's own, and it counts;
+//!   the endpoint going down first says it was the outage's, and it does not. A request sent
+//!   before the failure proves nothing by finishing: an engine that fails every new request
+//!   still finishes the streams it had started.
 //! - Three ambiguous failures in a row with no success between them make the endpoint suspect:
 //!   dispatch pauses and the server is probed with a tiny request. A probe that fails confirms
 //!   the outage (an engine that died behind a live API process fails every request the same
@@ -58,7 +58,7 @@ pub struct Sent(u64);
 /// Taken when an ambiguous failure happens: what the endpoint had seen by then.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ticket {
-    /// The failed request.
+    /// The last request sent when the failure happened.
     sent: Sent,
     outages: u64,
     /// Failed while the endpoint was already down (a try that started just before).
@@ -92,7 +92,7 @@ pub struct Availability {
     sent: u64,
     /// The latest-sent request that the server served.
     latest_served: Sent,
-    /// The latest-sent request that failed ambiguously.
+    /// The last request sent when the latest ambiguous failure happened.
     latest_failed: Sent,
     /// Confirmed outages so far.
     outages: u64,
@@ -151,13 +151,10 @@ impl Availability {
 
     /// Records an ambiguous failure (which may make the endpoint suspect) and returns its
     /// ticket.
-    pub fn ambiguous(&mut self, sent: Sent, reason: &str) -> Ticket {
-        self.latest_failed = self.latest_failed.max(sent);
-        let ticket = Ticket {
-            sent,
-            outages: self.outages,
-            while_down: matches!(self.state, State::Down(_)),
-        };
+    pub fn ambiguous(&mut self, reason: &str) -> Ticket {
+        let sent = Sent(self.sent);
+        self.latest_failed = sent;
+        let ticket = Ticket { sent, outages: self.outages, while_down: matches!(self.state, State::Down(_)) };
         if self.is_up() {
             self.in_a_row += 1;
             if self.in_a_row >= TRIP_AFTER {
@@ -194,8 +191,7 @@ impl Availability {
                 self.down(format!("a probe request failed too: {reason}"));
             }
             State::Up => {
-                let probe = self.send();
-                self.ambiguous(probe, reason);
+                self.ambiguous(reason);
             }
             State::Down(_) => {}
         }
@@ -233,11 +229,12 @@ mod tests {
     #[test]
     fn a_failure_counts_once_the_endpoint_serves_another_request() {
         let mut a = Availability::default();
-        let failed = a.send();
-        let next = a.send();
-        let ticket = a.ambiguous(failed, "HTTP 500");
-        assert_eq!(a.verdict(ticket), Verdict::Pending);
-        a.success(next);
+        let before = a.send();
+        let ticket = a.ambiguous("HTTP 500");
+        a.success(before);
+        assert_eq!(a.verdict(ticket), Verdict::Pending, "a request sent before the failure proves nothing");
+        let after = a.send();
+        a.success(after);
         assert_eq!(a.verdict(ticket), Verdict::Counted);
         assert!(a.is_up());
     }
@@ -249,8 +246,7 @@ mod tests {
         let old: Vec<Sent> = (0..5).map(|_| a.send()).collect();
         let mut tickets = Vec::new();
         for (i, &stream) in old.iter().enumerate() {
-            let failed = a.send();
-            tickets.push(a.ambiguous(failed, "HTTP 500: EngineCore died"));
+            tickets.push(a.ambiguous("HTTP 500: EngineCore died"));
             a.success(stream);
             assert_eq!(a.verdict(tickets[i]), Verdict::Pending);
         }
@@ -262,12 +258,8 @@ mod tests {
     #[test]
     fn failures_in_a_row_pause_the_endpoint_and_a_failed_probe_makes_them_the_outages() {
         let mut a = Availability::default();
-        let tickets: Vec<Ticket> = (0..TRIP_AFTER)
-            .map(|_| {
-                let sent = a.send();
-                a.ambiguous(sent, "HTTP 500: EngineCore died")
-            })
-            .collect();
+        let tickets: Vec<Ticket> =
+            (0..TRIP_AFTER).map(|_| a.ambiguous("HTTP 500: EngineCore died")).collect();
         assert!(!a.is_up());
         assert!(a.wants_probe(true));
         assert!(a.down_reason().unwrap().contains("3 requests in a row failed"), "{:?}", a.down_reason());
@@ -279,8 +271,7 @@ mod tests {
             assert_eq!(a.verdict(*ticket), Verdict::Outage);
         }
         // A try cut while the endpoint is down was the outage's too, even after it recovers.
-        let sent = a.send();
-        let late = a.ambiguous(sent, "stream cut");
+        let late = a.ambiguous("stream cut");
         assert!(!a.wants_probe(false), "a down endpoint is probed only once /health answers");
         a.probe_succeeded();
         assert!(a.is_up());
@@ -292,12 +283,7 @@ mod tests {
     fn failures_in_a_row_count_when_the_probe_succeeds() {
         // The last samples of a run that all fail on their own: the server answers the probe.
         let mut a = Availability::default();
-        let tickets: Vec<Ticket> = (0..TRIP_AFTER)
-            .map(|_| {
-                let sent = a.send();
-                a.ambiguous(sent, "HTTP 500: bad input")
-            })
-            .collect();
+        let tickets: Vec<Ticket> = (0..TRIP_AFTER).map(|_| a.ambiguous("HTTP 500: bad input")).collect();
         assert!(!a.is_up());
         a.probe_succeeded();
         assert!(a.is_up());
@@ -310,10 +296,10 @@ mod tests {
     fn a_success_between_failures_keeps_the_endpoint_up() {
         let mut a = Availability::default();
         for _ in 0..10 {
-            let (first, second, third) = (a.send(), a.send(), a.send());
-            a.ambiguous(first, "HTTP 500");
-            a.ambiguous(second, "HTTP 500");
-            a.success(third);
+            a.ambiguous("HTTP 500");
+            a.ambiguous("HTTP 500");
+            let next = a.send();
+            a.success(next);
         }
         assert!(a.is_up());
     }
@@ -321,8 +307,7 @@ mod tests {
     #[test]
     fn a_plain_outage_fails_the_tries_already_waiting_for_a_verdict() {
         let mut a = Availability::default();
-        let sent = a.send();
-        let waiting = a.ambiguous(sent, "stream cut");
+        let waiting = a.ambiguous("stream cut");
         assert!(a.down("connection refused"));
         assert!(!a.down("connection refused again"), "already down");
         assert_eq!(a.verdict(waiting), Verdict::Outage);

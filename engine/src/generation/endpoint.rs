@@ -188,7 +188,7 @@ impl Endpoint {
         self.inner.lock().expect("endpoint state").ttfts.push(ttft.as_secs_f64());
     }
 
-    /// A request is being sent: its place in the order, for `served` and `judge`.
+    /// A request is being sent: its place in the order, for `served`.
     pub fn sending(&self) -> Sent {
         self.inner.lock().expect("endpoint state").availability.send()
     }
@@ -202,7 +202,7 @@ impl Endpoint {
     /// Whose fault a failed try was: `Verdict::Counted` when the sample's own (it counts
     /// against the sample's attempts), `Verdict::Outage` when the server's (it does not).
     /// An ambiguous failure waits for the next evidence about the server.
-    pub async fn judge(&self, failure: &Failure, sent: Sent) -> Verdict {
+    pub async fn judge(&self, failure: &Failure) -> Verdict {
         let ticket: Ticket = {
             let mut inner = self.inner.lock().expect("endpoint state");
             match blame(failure) {
@@ -218,7 +218,7 @@ impl Endpoint {
                 }
                 Blame::Unknown => {
                     let was_up = inner.availability.is_up();
-                    let ticket = inner.availability.ambiguous(sent, &failure.message);
+                    let ticket = inner.availability.ambiguous(&failure.message);
                     if was_up && !inner.availability.is_up() {
                         tracing::warn!(endpoint = %self.name, reason = inner.availability.down_reason().unwrap_or(""), "endpoint down; dispatch paused until /health answers and a probe request succeeds");
                     }
