@@ -115,6 +115,7 @@ async fn main() -> anyhow::Result<()> {
         selection: ExportSelection {
             // A random-weight model rarely stops before max_tokens: its cut answers count too.
             outcomes: vec![SampleState::Ok, SampleState::Truncated],
+            excluded_flags: Vec::new(),
             ..ExportSelection::for_runs(runs_made.clone())
         },
         format: ExportFormat {
