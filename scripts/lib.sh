@@ -4,7 +4,6 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-CARGO_LEPTOS_VERSION=0.3.10
 # Builds are cached outside the clone, so a fresh clone (as in CI) still compiles incrementally.
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/draft-studio/target}
 
@@ -15,21 +14,25 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 ensure_rust_tools() {
   if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
-    say "adding the wasm32-unknown-unknown target"
-    rustup target add wasm32-unknown-unknown
+    say "adding the wasm32-unknown-unknown target (under a minute, once)"
+    rustup target add wasm32-unknown-unknown \
+      || die "rustup could not add the wasm32 target; check that static.rust-lang.org is reachable"
   fi
-  if [ "$(cargo leptos --version 2>/dev/null | awk '{print $2}')" != "$CARGO_LEPTOS_VERSION" ]; then
-    say "installing cargo-leptos $CARGO_LEPTOS_VERSION (about 15 minutes, once)"
-    cargo install --locked --version "$CARGO_LEPTOS_VERSION" --features no_downloads cargo-leptos
-  fi
-  # cargo-leptos (no_downloads) runs the wasm-bindgen on PATH; it must match Cargo.lock exactly.
+  # `cargo xtask build` runs the wasm-bindgen on PATH; it must match Cargo.lock exactly.
   local want have
   want=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |"/,""); print; exit}' "$ROOT/Cargo.lock")
   have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
   if [ "$have" != "$want" ]; then
-    say "installing wasm-bindgen-cli $want (to match Cargo.lock)"
-    cargo install wasm-bindgen-cli --version "$want"
+    say "installing wasm-bindgen-cli $want to match Cargo.lock (about 3 minutes on 2 cores, once)"
+    cargo install wasm-bindgen-cli --version "$want" \
+      || die "cargo could not install wasm-bindgen-cli $want; the browser bundle needs it (is crates.io reachable?)"
   fi
+}
+
+# Builds the server binary and the site (wasm bundle, stylesheet, assets) with the workspace's
+# own tooling: see xtask/src/site.rs. Arguments go to `cargo xtask build` (`--release`).
+build_site() {
+  SQLX_OFFLINE=true cargo xtask build "$@"
 }
 
 ensure_browser_tools() {

@@ -18,8 +18,7 @@ export DS_DATA_DIR=${DS_DATA_DIR:-$ROOT/.data}
 export DS_SITE_ROOT=${DS_SITE_ROOT:-$ROOT/target/site}
 mkdir -p "$DS_DATA_DIR"
 
-say "building ($profile)"
-SQLX_OFFLINE=true cargo leptos build "${build_flags[@]}"
+build_site "${build_flags[@]}"
 BIN=$CARGO_TARGET_DIR/$profile/draft-studio
 
 say "preparing the database"
@@ -37,7 +36,6 @@ if [ -z "${DS_VLLM_URL:-}" ]; then
   DS_VLLM_URL=http://127.0.0.1:8100
   if ! curl -sf "$DS_VLLM_URL/health" >/dev/null 2>&1; then
     say "no DS_VLLM_URL given: starting the vLLM simulator at $DS_VLLM_URL"
-    cargo build --locked -p vllm-sim "${build_flags[@]}"
     "$CARGO_TARGET_DIR/$profile/vllm-sim" --port 8100 > "$DS_DATA_DIR/vllm-sim.log" 2>&1 &
     sim_pid=$!
     trap 'kill $sim_pid 2>/dev/null' EXIT

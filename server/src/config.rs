@@ -46,7 +46,7 @@ pub const VARIABLES: &[(&str, &str, &str)] = &[
     (
         "DS_SITE_ROOT",
         "target/site",
-        "folder with the built browser assets (set by cargo-leptos as LEPTOS_SITE_ROOT)",
+        "folder with the built browser assets (written by `cargo xtask build`; LEPTOS_SITE_ROOT also works)",
     ),
 ];
 
