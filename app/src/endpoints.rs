@@ -6,7 +6,7 @@ use crate::{
     users::confirm,
     AppError,
 };
-use domain::{units::thousands, EndpointSummary};
+use domain::{units::thousands, EndpointCapacity, EndpointSummary};
 use leptos::prelude::*;
 use leptos_meta::Title;
 
@@ -138,35 +138,11 @@ fn EndpointRow(
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let status = match (&endpoint.check_error, endpoint.checked_at) {
-        (Some(error), _) => view! { <span class="badge bad" title=error.clone()>"unreachable"</span> " " <span class="small">{error.clone()}</span> }.into_any(),
-        (None, Some(at)) => view! { <span class="badge ok">"answers"</span> " " <RelativeTime at/> }.into_any(),
-        (None, None) => view! { <span class="muted">"never"</span> }.into_any(),
-    };
     let capacity = endpoint.capacity.clone();
-    let serving = match &capacity {
-        None => view! { <span class="muted" title="No run has used it yet">"—"</span> }.into_any(),
-        Some(c) if c.healthy => view! { <span class="badge ok">"up"</span> }.into_any(),
-        Some(c) => {
-            let why = c.health_reason.clone().unwrap_or_default();
-            view! { <span class="badge bad" title=why.clone()>"down"</span> " " <span class="small">{why}</span> }.into_any()
-        }
-    };
     let limit = capacity.as_ref().map(|c| {
         let title =
             format!("{} (since {})", c.limit_reason, crate::components::time::exact_utc(c.limit_changed_at));
         view! { <span title=title>{thousands(i64::from(c.limit))}</span> }
-    });
-    let load = capacity.as_ref().and_then(|c| {
-        let observed = c.observed_at?;
-        let parts = [
-            c.running.map(|r| format!("{} running", thousands(i64::from(r)))),
-            c.waiting.map(|w| format!("{} waiting", thousands(i64::from(w)))),
-            c.kv_usage.map(|kv| format!("KV {:.0}%", kv * 100.0)),
-            c.generation_tps.map(|tps| format!("{} tok/s", thousands(tps.round() as i64))),
-        ];
-        let text = parts.into_iter().flatten().collect::<Vec<_>>().join(" · ");
-        Some(view! { <span class="small">{text}</span> " " <RelativeTime at=observed/> })
     });
     let runs = if endpoint.runs.is_empty() {
         view! { <span class="muted">"none"</span> }.into_any()
@@ -187,10 +163,10 @@ fn EndpointRow(
             <td>{endpoint.name.clone()} {endpoint.has_api_key.then(|| view! { <span class="badge">"key"</span> })}</td>
             <td><code>{endpoint.base_url.clone()}</code></td>
             <td>{models}</td>
-            <td>{status}</td>
-            <td data-testid="endpoint-serving">{serving}</td>
+            <td><CheckStatus endpoint=endpoint.clone()/></td>
+            <td data-testid="endpoint-serving"><Serving capacity=capacity.clone()/></td>
             <td class="num" data-testid="endpoint-limit">{limit}</td>
-            <td>{load}</td>
+            <td><Load capacity=capacity.clone()/></td>
             <td data-testid="endpoint-runs">{runs}</td>
             <td class="actions">
                 <button class="link" on:click=move |_| { check.dispatch(CheckEndpoint { id }); }>"Test"</button>
@@ -202,4 +178,43 @@ fn EndpointRow(
             </td>
         </tr>
     }
+}
+
+/// The last connection test: answers (when) or unreachable (why).
+#[component]
+pub fn CheckStatus(endpoint: EndpointSummary) -> impl IntoView {
+    match (endpoint.check_error, endpoint.checked_at) {
+        (Some(error), _) => view! { <span class="badge bad" title=error.clone()>"unreachable"</span> " " <span class="small">{error}</span> }.into_any(),
+        (None, Some(at)) => view! { <span class="badge ok">"answers"</span> " " <RelativeTime at/> }.into_any(),
+        (None, None) => view! { <span class="muted">"never"</span> }.into_any(),
+    }
+}
+
+/// Up or down as the workers last saw it; a dash until a run has used the server.
+#[component]
+pub fn Serving(capacity: Option<EndpointCapacity>) -> impl IntoView {
+    match capacity {
+        None => view! { <span class="muted" title="No run has used it yet">"—"</span> }.into_any(),
+        Some(c) if c.healthy => view! { <span class="badge ok">"up"</span> }.into_any(),
+        Some(c) => {
+            let why = c.health_reason.unwrap_or_default();
+            view! { <span class="badge bad" title=why.clone()>"down"</span> " " <span class="small">{why}</span> }.into_any()
+        }
+    }
+}
+
+/// The server's own load figures (running, waiting, KV cache, generation rate) and their age.
+#[component]
+pub fn Load(capacity: Option<EndpointCapacity>) -> impl IntoView {
+    capacity.and_then(|c| {
+        let observed = c.observed_at?;
+        let parts = [
+            c.running.map(|r| format!("{} running", thousands(i64::from(r)))),
+            c.waiting.map(|w| format!("{} waiting", thousands(i64::from(w)))),
+            c.kv_usage.map(|kv| format!("KV {:.0}%", kv * 100.0)),
+            c.generation_tps.map(|tps| format!("{} tok/s", thousands(tps.round() as i64))),
+        ];
+        let text = parts.into_iter().flatten().collect::<Vec<_>>().join(" · ");
+        Some(view! { <span class="small">{text}</span> " " <RelativeTime at=observed/> })
+    })
 }

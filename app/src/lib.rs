@@ -9,6 +9,7 @@ pub mod datasets;
 pub mod endpoints;
 pub mod error;
 pub mod exports;
+pub mod overview;
 pub mod pages;
 pub mod review;
 pub mod runs;
@@ -27,7 +28,8 @@ use leptos_router::{
     components::{ParentRoute, Route, Router, Routes},
     path,
 };
-use pages::{guard::Guard, home::HomePage, login::LoginPage, not_found::NotFound};
+use overview::OverviewPage;
+use pages::{guard::Guard, login::LoginPage, not_found::NotFound};
 
 pub fn shell(options: LeptosOptions) -> impl IntoView {
     view! {
@@ -65,7 +67,7 @@ pub fn App() -> impl IntoView {
             <Routes fallback=|| view! { <NotFound/> }>
                 <Route path=path!("/login") view=LoginPage/>
                 <ParentRoute path=path!("") view=Layout>
-                    <Route path=path!("") view=HomePage/>
+                    <Route path=path!("") view=OverviewPage/>
                     <Route
                         path=path!("datasets")
                         view=|| view! { <Guard role=Role::Engineer><datasets::list::DatasetsPage/></Guard> }

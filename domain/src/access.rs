@@ -48,6 +48,8 @@ pub const API_NAMESPACES: &[(&str, PageAccess)] = &[
     ("runs", PageAccess::Requires(Role::Engineer)),
     ("exports", PageAccess::Requires(Role::Engineer)),
     ("review", PageAccess::Requires(Role::Reviewer)),
+    // The home page: every role; the function leaves out what the caller's role may not see.
+    ("overview", PageAccess::Requires(Role::Reviewer)),
     // Every account manages its own tokens; the functions widen the view for admins.
     ("tokens", PageAccess::Requires(Role::Reviewer)),
     // The versioned API authenticates bearer tokens itself and checks each route's role

@@ -222,3 +222,39 @@ pub struct BiasReport {
     pub categories: Vec<CategoryRow>,
     pub warnings: Vec<String>,
 }
+
+/// A running or paused run as the overview shows it: progress, its rate over the last minute
+/// and when it should finish.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunInProgress {
+    pub id: i64,
+    pub name: String,
+    pub status: RunStatus,
+    pub dataset: String,
+    pub counts: StateCounts,
+    /// Client tokens/s over the last minute (0 while paused or stalled).
+    pub tokens_per_s: f64,
+    /// Seconds left at the last minute's request rate; `None` while paused or without a rate.
+    pub eta_secs: Option<f64>,
+}
+
+/// Where review stands on one run's finished samples.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReviewProgress {
+    pub run_id: i64,
+    pub run_name: String,
+    pub to_review: i64,
+    pub approved: i64,
+    pub rejected: i64,
+    pub flagged: i64,
+}
+
+impl ReviewProgress {
+    pub fn decided(&self) -> i64 {
+        self.approved + self.rejected + self.flagged
+    }
+
+    pub fn total(&self) -> i64 {
+        self.to_review + self.decided()
+    }
+}

@@ -1,9 +1,7 @@
 import { test, expect } from "@playwright/test";
 import { admin, hydrated, login, unique } from "./helpers";
+import { cancelOpenRun, fillRunForm, registerSim, startFixedRun } from "./flows";
 import { seedDataset } from "./seed";
-
-// scripts/test.sh starts a vllm-sim for these tests and passes its URL.
-const simUrl = process.env.E2E_SIM_URL ?? "http://127.0.0.1:3199";
 
 async function number(text: string | null): Promise<number> {
   return Number((text ?? "").split("/")[0].trim());
@@ -16,25 +14,10 @@ test("an engineer starts a run and watches it live, pausing and resuming it from
   await login(page, admin.username, admin.password, "/endpoints");
 
   // Register the simulator: the page tests the connection and shows the served model.
-  const endpoint = unique("sim-");
-  await page.goto("/endpoints");
-  await hydrated(page);
-  await page.getByLabel("Name").fill(endpoint);
-  await page.getByLabel("Base URL").fill(simUrl);
-  await page.getByRole("button", { name: "Add and test" }).click();
-  const row = page.locator(`tr[data-endpoint="${endpoint}"]`);
-  await expect(row).toContainText("sim-model (32768)");
-  await expect(row).toContainText("answers");
+  const endpoint = await registerSim(page);
 
   // A bad setting is refused with what to change, and nothing starts.
-  await page.goto("/runs/new");
-  await hydrated(page);
-  await page.getByLabel("Name").fill(unique("run-"));
-  await page.getByLabel("Dataset").selectOption({ label: `${dataset} (400 rows)` });
-  await page.locator(`input[name=endpoint]`).first().uncheck();
-  await page.locator(`label.check:has-text("${endpoint}") input`).check();
-  await page.getByLabel("Model").fill("sim-model");
-  await page.getByLabel("max_tokens").fill("40000");
+  await fillRunForm(page, dataset, 400, endpoint, 40000);
   await page.getByRole("button", { name: "Start the run" }).click();
   await expect(page.getByTestId("run-error")).toContainText("max_tokens");
   await expect(page).toHaveURL(/\/runs\/new$/);
@@ -42,12 +25,7 @@ test("an engineer starts a run and watches it live, pausing and resuming it from
   await page.getByLabel("max_tokens").fill("512");
   // A fixed, small concurrency: the run lasts long enough to pause and resume it, and a pause
   // drains in seconds.
-  await page.getByLabel("Concurrency").selectOption("fixed");
-  await page.getByLabel("Requests per endpoint").fill("8");
-  await page.getByRole("button", { name: "Start the run" }).click();
-  await expect(page).toHaveURL(/\/runs\/\d+$/);
-  await hydrated(page);
-  await expect(page.getByTestId("run-status")).toHaveText("running");
+  await startFixedRun(page, 8);
 
   // Counters and the chart move without a reload.
   const done = page.getByTestId("kpi-done").locator(".value");
@@ -81,10 +59,5 @@ test("an engineer starts a run and watches it live, pausing and resuming it from
   await expect(page.getByTestId("runs-table")).toContainText(dataset);
   await page.goto(runUrl);
   await hydrated(page);
-  // The run's own part of the page hydrates once its data is read back in the browser, a
-  // moment after the page: the live dot turns on only then, and so do the buttons.
-  await expect(page.locator(".live-dot.on")).toHaveCount(1);
-  page.once("dialog", (d) => d.accept());
-  await page.getByTestId("cancel").click();
-  await expect(page.getByTestId("run-status")).toHaveText("cancelled");
+  await cancelOpenRun(page);
 });

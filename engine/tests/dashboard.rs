@@ -156,3 +156,64 @@ async fn viewers_of_a_run_share_one_publisher_that_stops_when_they_leave(pool: s
     .await
     .expect("the publisher stops once nobody watches");
 }
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn the_overview_shows_runs_in_progress_with_their_rate_and_review_progress_per_run(pool: sqlx::PgPool) {
+    use engine::dashboard::overview;
+    let sim = sim(fast_sim()).await;
+    let by = user(&pool).await;
+    let endpoint = endpoint(&pool, &sim, by).await;
+    let dataset = dataset(&pool, 12).await;
+    // No worker: the run stays running with its 12 samples pending.
+    let running = create_run(&pool, dataset, settings(vec![endpoint]), by).await;
+    // Two per-second records of the last minute, 30 s apart: 6 requests and 600 tokens in 30 s.
+    for ago in [30, 1] {
+        sqlx::query(
+            "INSERT INTO run_metrics (run_id, endpoint_id, at, in_flight, concurrency_limit, completed, errors, client_tokens)
+             VALUES ($1, $2, now() - make_interval(secs => $3), 4, 8, 3, 0, 300)",
+        )
+        .bind(running)
+        .bind(endpoint)
+        .bind(f64::from(ago))
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    let finished = finished_run(&pool, &vec![SeedSample::answered("q", "r", "a"); 5]).await;
+    for (review_state, n) in [("approved", 2), ("rejected", 1), ("flagged", 1)] {
+        sqlx::query(
+            "UPDATE samples SET review_state = $2::review_state, reviewed_at = now() WHERE id IN (
+                 SELECT id FROM samples WHERE run_id = $1 AND review_state = 'unreviewed' ORDER BY id LIMIT $3)",
+        )
+        .bind(finished)
+        .bind(review_state)
+        .bind(n)
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+
+    let in_progress = overview::runs_in_progress(&pool).await.unwrap();
+    assert_eq!(in_progress.len(), 1, "the completed run is not in progress: {in_progress:?}");
+    let run = &in_progress[0];
+    assert_eq!((run.id, run.status, run.counts.pending), (running, RunStatus::Running, 12));
+    assert!((run.tokens_per_s - 20.0).abs() < 1.0, "600 tokens over 30 s: {}", run.tokens_per_s);
+    let eta = run.eta_secs.expect("a running run with a rate has an ETA");
+    assert!((eta - 60.0).abs() < 3.0, "12 samples at 0.2/s: {eta}");
+
+    let review = overview::review_progress(&pool, 8).await.unwrap();
+    assert_eq!(review.len(), 1, "a run with nothing finished has nothing to review: {review:?}");
+    let progress = &review[0];
+    assert_eq!(progress.run_id, finished);
+    assert_eq!((progress.to_review, progress.approved, progress.rejected, progress.flagged), (1, 2, 1, 1));
+    assert_eq!(progress.total(), 5);
+    assert_eq!(overview::datasets_ready(&pool).await.unwrap(), 2);
+
+    sqlx::query("UPDATE runs SET status = 'paused' WHERE id = $1")
+        .bind(running)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let paused = overview::runs_in_progress(&pool).await.unwrap();
+    assert_eq!(paused[0].eta_secs, None, "a paused run has no ETA");
+}

@@ -44,7 +44,7 @@ pub fn History(
     }
 }
 
-fn status_class(status: ExportStatus) -> &'static str {
+pub(crate) fn status_class(status: ExportStatus) -> &'static str {
     match status {
         ExportStatus::Queued => "badge status-paused",
         ExportStatus::Running => "badge status-running",

@@ -9,7 +9,7 @@ pub mod api;
 mod builder;
 mod confirm;
 pub mod form;
-mod history;
+pub(crate) mod history;
 mod page;
 mod presets;
 

@@ -1,7 +1,7 @@
 //! One run's live figures. `fast` parts are read every second; the length statistics and the
 //! attempts histogram, which scan every finished sample, are refreshed less often by the caller.
 
-use super::{alerts, series, AlertPolicy};
+use super::{alerts, rates, series, AlertPolicy};
 use domain::{
     dashboard::{EndpointLive, ErrorGroup, LengthStats, RunSnapshot, StateCounts},
     generation::{RunSettings, RunStatus, SampleState},
@@ -59,20 +59,11 @@ pub async fn read(
     let settings: RunSettings = domain::stored::from_stored(run.settings).map_err(crate::Error::Invalid)?;
     let counts = counts(pool, run_id).await?;
 
-    let rates = sqlx::query!(
-        r#"SELECT COALESCE(sum(completed), 0)::float8 AS "completed!", COALESCE(sum(client_tokens), 0)::float8 AS "tokens!",
-                  extract(epoch FROM least(interval '60 seconds', now() - min(at)))::float8 AS window_secs
-           FROM run_metrics WHERE run_id = $1 AND at > now() - interval '60 seconds'"#,
-        run_id
-    )
-    .fetch_one(pool)
-    .await?;
-    let window = rates.window_secs.unwrap_or(0.0).max(1.0);
-    let requests_per_s = rates.completed / window;
-    let client_tokens_per_s = rates.tokens / window;
+    let rates = rates::last_minute(pool, &[run_id]).await?.remove(&run_id).unwrap_or_default();
+    let requests_per_s = rates.requests_per_s;
+    let client_tokens_per_s = rates.tokens_per_s;
     let remaining = counts.pending + counts.running;
-    let eta_secs = (run.status == RunStatus::Running && remaining > 0 && requests_per_s > 0.0)
-        .then(|| remaining as f64 / requests_per_s);
+    let eta_secs = if run.status == RunStatus::Running { rates::eta_secs(remaining, rates) } else { None };
 
     let endpoints = sqlx::query!(
         r#"SELECT re.endpoint_id, e.name, re.healthy, re.concurrency_limit, re.limit_reason, re.limit_changed_at,
