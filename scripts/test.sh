@@ -29,12 +29,11 @@ if ! $browser_only; then
   export DS_PARITY_PYTHON=$PARITY_PYTHON
   # The app crate is tested with its server half only; building it with `hydrate` too would
   # unify features across the workspace (see leptos-anchors §5.6).
-  cargo test --locked -p domain -p engine -p vllm-sim -p server -p app --features app/ssr
+  cargo test --locked -p domain -p engine -p vllm-sim -p server -p app -p xtask --features app/ssr
 fi
 
 say "building the app and the simulator for the browser tests"
-cargo leptos build
-cargo build --locked -p vllm-sim
+build_site
 
 say "browser tests"
 E2E_DB=$PG_SERVER_URL/draft_studio_e2e
@@ -42,6 +41,10 @@ E2E_DIR=$(mktemp -d)
 psql -q "$PG_SERVER_URL/postgres" -c "DROP DATABASE IF EXISTS draft_studio_e2e WITH (FORCE)" >/dev/null
 BIN=$CARGO_TARGET_DIR/debug/draft-studio
 export E2E_ADMIN_USER=admin E2E_ADMIN_PASSWORD=admin-password-e2e
+# The training view decodes with a tokenizer from under the export root (DS_DATA_DIR/exports).
+mkdir -p "$E2E_DIR/exports/tokenizers"
+cp -r engine/tests/fixtures/tokenizers/qwen "$E2E_DIR/exports/tokenizers/qwen"
+export E2E_TOKENIZER_DIR=tokenizers/qwen
 echo "$E2E_ADMIN_PASSWORD" | DATABASE_URL=$E2E_DB DS_DATA_DIR=$E2E_DIR "$BIN" user add "$E2E_ADMIN_USER" --role admin >/dev/null
 DATABASE_URL=$E2E_DB DS_DATA_DIR=$E2E_DIR DS_BIND=127.0.0.1:3100 DS_SITE_ROOT="$ROOT/target/site" \
   "$BIN" serve > "$E2E_DIR/server.log" 2>&1 &

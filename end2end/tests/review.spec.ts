@@ -185,3 +185,21 @@ test("script payloads in model output are inert", async ({ page }) => {
   expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
   expect(dialogs).toEqual([]);
 });
+
+test("the training view shows which tokens the draft model learns from", async ({ page }) => {
+  const { ids } = seedRun([{ prompt: "What is 6 times 7?", reasoning: "6 times 7 is 42.", answer: "It is 42." }], "training-view-");
+  await login(page, admin.username, admin.password, `/review/samples/${ids[0]}`);
+  const panel = page.getByTestId("training-view");
+  // scripts/test.sh copies a fixture tokenizer (a Qwen-style chat template) under the
+  // server's export root; the sample has no captured ids, so the row is re-tokenized.
+  await panel.getByLabel("Tokenizer folder").fill(process.env.E2E_TOKENIZER_DIR ?? "tokenizers/qwen");
+  await panel.getByRole("button", { name: "Show" }).click();
+  await expect(panel.getByTestId("training-summary")).toContainText("re-tokenized with the chat template");
+  const supervised = (await panel.locator(".tok.sup").allTextContents()).join("");
+  const unsupervised = (await panel.locator(".tok:not(.sup)").allTextContents()).join("");
+  // The answer (and the reasoning before it) are learned; the prompt is context only.
+  expect(supervised).toContain("It is 42.");
+  expect(supervised).toContain("6 times 7 is 42.");
+  expect(unsupervised).toContain("What is 6 times 7?");
+  expect(supervised).not.toContain("What is 6 times 7?");
+});
