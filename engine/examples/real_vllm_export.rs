@@ -69,25 +69,10 @@ async fn main() -> anyhow::Result<()> {
     let single: Vec<String> =
         (0..prompts.div_ceil(2)).map(|i| format!("Question {i}: what is {i} times 7?")).collect();
     let single_set = dataset_of(&pool, &single).await;
-    let multi_set = dataset(&pool, 0).await;
-    for i in 0..prompts / 2 {
-        let messages = json!([
-            {"role": "user", "content": format!("Tell me about the number {i}.")},
-            {"role": "assistant", "content": "old"},
-            {"role": "user", "content": "And its square?"},
-            {"role": "assistant", "content": "old"}
-        ]);
-        sqlx::query(
-            "INSERT INTO dataset_rows (dataset_id, row_key, messages, content_hash, turn_count, prompt_chars)
-             VALUES ($1, $2, $3, $4, 4, 40)",
-        )
-        .bind(multi_set)
-        .bind(format!("mt-{i}"))
-        .bind(&messages)
-        .bind(format!("mt-{i}").into_bytes())
-        .execute(&pool)
-        .await?;
-    }
+    let multi: Vec<_> = (0..prompts / 2)
+        .map(|i| two_turns(&format!("Tell me about the number {i}."), "And its square?"))
+        .collect();
+    let multi_set = dataset_of_conversations(&pool, &multi).await;
     let mut runs_made = Vec::new();
     for (set, turns) in [(single_set, TurnMode::LastAssistant), (multi_set, TurnMode::EveryAssistant)] {
         let mut s = settings(vec![endpoint]);

@@ -50,30 +50,61 @@ pub async fn dataset(pool: &PgPool, n: usize) -> i64 {
 
 /// A ready dataset with one conversation per question (category alternating even/odd).
 pub async fn dataset_of(pool: &PgPool, questions: &[String]) -> i64 {
+    let conversations: Vec<serde_json::Value> = questions
+        .iter()
+        .map(|question| {
+            serde_json::json!([
+                {"role": "user", "content": question},
+                {"role": "assistant", "content": "an old answer"}
+            ])
+        })
+        .collect();
+    dataset_of_conversations(pool, &conversations).await
+}
+
+/// Two user turns, each followed by an old answer that a run regenerates.
+pub fn two_turns(first: &str, second: &str) -> serde_json::Value {
+    serde_json::json!([
+        {"role": "user", "content": first},
+        {"role": "assistant", "content": "an old answer"},
+        {"role": "user", "content": second},
+        {"role": "assistant", "content": "another old answer"}
+    ])
+}
+
+/// A ready dataset holding `conversations` (each a JSON array of `{role, content}`) as rows
+/// `row-0`, `row-1`, ... (category alternating even/odd).
+pub async fn dataset_of_conversations(pool: &PgPool, conversations: &[serde_json::Value]) -> i64 {
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO datasets (name, status, source, format, mapping, rows_imported)
          VALUES ($1, 'ready', '{\"kind\":\"test\"}', 'jsonl', '{\"schema\":\"openai\"}', $2) RETURNING id",
     )
     .bind(format!("ds-{}", rand::random::<u32>()))
-    .bind(questions.len() as i64)
+    .bind(conversations.len() as i64)
     .fetch_one(pool)
     .await
     .unwrap();
-    for (i, question) in questions.iter().enumerate() {
-        let messages = serde_json::json!([
-            {"role": "user", "content": question},
-            {"role": "assistant", "content": "an old answer"}
-        ]);
+    for (i, messages) in conversations.iter().enumerate() {
+        let turns = messages.as_array().map_or(0, Vec::len);
+        let prompt_chars: usize = messages
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|m| m["role"] == "user")
+            .filter_map(|m| m["content"].as_str())
+            .map(str::len)
+            .sum();
         sqlx::query(
             "INSERT INTO dataset_rows (dataset_id, row_key, messages, content_hash, category, turn_count, prompt_chars)
-             VALUES ($1, $2, $3, $4, $5, 2, $6)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7)",
         )
         .bind(id)
         .bind(format!("row-{i}"))
-        .bind(&messages)
+        .bind(messages)
         .bind(format!("hash-{i}").into_bytes())
         .bind(if i % 2 == 0 { "even" } else { "odd" })
-        .bind(question.len() as i32)
+        .bind(turns as i32)
+        .bind(prompt_chars as i32)
         .execute(pool)
         .await
         .unwrap();

@@ -6,12 +6,16 @@ use domain::generation::SampleState;
 use engine::export::conversation::Conversation;
 use engine::export::manifest::{self, Manifest};
 use engine::export::tokenize::{Outcome, RowTokenizer};
-use engine::export::{job, selection, S3Options, Storage};
+use engine::export::{job, selection, S3Options};
 use engine::generation::conversation::Turn;
 use engine::testing::{finished_run, user, SeedSample};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use time::macros::date;
+
+mod export_env;
+
+use export_env::{env, Env};
 
 const MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
 
@@ -55,21 +59,6 @@ fn spec(run: i64, dir: &str) -> ExportSpec {
         format: ExportFormat::default(),
         destination: Destination::Directory { path: dir.into() },
     }
-}
-
-struct Env {
-    _root: tempfile::TempDir,
-    root: PathBuf,
-    storage: Storage,
-}
-
-fn env() -> Env {
-    let root = tempfile::tempdir().unwrap();
-    let path = root.path().canonicalize().unwrap();
-    let mut storage = Storage::new(vec![path.join("exports")], S3Options::default());
-    storage.staging = path.join("staging");
-    std::fs::create_dir_all(path.join("exports")).unwrap();
-    Env { _root: root, root: path, storage }
 }
 
 async fn export(pool: &sqlx::PgPool, env: &Env, spec: &ExportSpec) -> (i64, ExportStatus) {

@@ -4,30 +4,19 @@
 
 use domain::export::*;
 use domain::generation::TurnMode;
+use engine::export::job;
 use engine::export::manifest::{Manifest, TokenSourceUsed};
-use engine::export::{job, S3Options, Storage};
 use engine::generation::token_ids;
 use engine::testing::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod export_env;
+
+use export_env::{env, Env};
+
 const MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
-
-struct Env {
-    _root: tempfile::TempDir,
-    root: PathBuf,
-    storage: Storage,
-}
-
-fn env() -> Env {
-    let root = tempfile::tempdir().unwrap();
-    let path = root.path().canonicalize().unwrap();
-    let mut storage = Storage::new(vec![path.join("exports")], S3Options::default());
-    storage.staging = path.join("staging");
-    std::fs::create_dir_all(path.join("exports")).unwrap();
-    Env { _root: root, root: path, storage }
-}
 
 fn tokenized(run: i64, source: TokenSource, turn_rows: TurnRows, dir: &str) -> ExportSpec {
     ExportSpec {
@@ -114,27 +103,9 @@ async fn generated_run(pool: &sqlx::PgPool, config: vllm_sim::SimConfig, turns: 
 
 /// Conversations of two user turns, each with an old answer to regenerate.
 async fn multi_turn_dataset(pool: &sqlx::PgPool, n: usize) -> i64 {
-    let dataset = dataset(pool, 0).await;
-    for i in 0..n {
-        let messages = serde_json::json!([
-            {"role": "user", "content": format!("first question {i}")},
-            {"role": "assistant", "content": "old one"},
-            {"role": "user", "content": format!("second question {i}")},
-            {"role": "assistant", "content": "old two"}
-        ]);
-        sqlx::query(
-            "INSERT INTO dataset_rows (dataset_id, row_key, messages, content_hash, turn_count, prompt_chars)
-             VALUES ($1, $2, $3, $4, 4, 30)",
-        )
-        .bind(dataset)
-        .bind(format!("mt-{i}"))
-        .bind(&messages)
-        .bind(format!("mt-{i}").into_bytes())
-        .execute(pool)
-        .await
-        .unwrap();
-    }
-    dataset
+    let conversations: Vec<Value> =
+        (0..n).map(|i| two_turns(&format!("first question {i}"), &format!("second question {i}"))).collect();
+    dataset_of_conversations(pool, &conversations).await
 }
 
 #[sqlx::test(migrator = "MIGRATOR")]
