@@ -429,43 +429,65 @@ async fn fake_hub(dir: &Path) -> std::net::SocketAddr {
     let shards = Arc::new(vec![std::fs::read(shard_a).unwrap(), std::fs::read(shard_b).unwrap()]);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let app = Router::new()
-        .route(
-            "/api/datasets/{owner}/{name}/parquet/{config}/{split}",
-            get(
-                move |UrlPath((owner, name, config, split)): UrlPath<(String, String, String, String)>,
-                      headers: HeaderMap| async move {
-                    if !authorized(&headers) {
-                        return StatusCode::UNAUTHORIZED.into_response();
-                    }
-                    if (owner.as_str(), name.as_str(), config.as_str(), split.as_str())
-                        != ("org", "chat", "default", "train")
-                    {
-                        return StatusCode::NOT_FOUND.into_response();
-                    }
-                    Json(vec![
-                        format!("http://{addr}/files/0.parquet"),
-                        format!("http://{addr}/files/1.parquet"),
-                    ])
-                    .into_response()
-                },
-            ),
-        )
-        .route(
-            "/files/{n}",
-            get(
-                move |State(shards): State<Arc<Vec<Vec<u8>>>>,
-                      UrlPath(n): UrlPath<String>,
-                      headers: HeaderMap| async move {
-                    if !authorized(&headers) {
-                        return StatusCode::UNAUTHORIZED.into_response();
-                    }
-                    let i: usize = n.trim_end_matches(".parquet").parse().unwrap();
-                    shards[i].clone().into_response()
-                },
-            ),
-        )
-        .with_state(shards);
+    let app =
+        Router::new()
+            .route(
+                "/api/datasets/{owner}/{name}/parquet/{config}/{split}",
+                get(
+                    move |UrlPath((owner, name, config, split)): UrlPath<(
+                        String,
+                        String,
+                        String,
+                        String,
+                    )>,
+                          headers: HeaderMap| async move {
+                        if !authorized(&headers) {
+                            return StatusCode::UNAUTHORIZED.into_response();
+                        }
+                        if (owner.as_str(), name.as_str(), config.as_str(), split.as_str())
+                            != ("org", "chat", "default", "train")
+                        {
+                            return StatusCode::NOT_FOUND.into_response();
+                        }
+                        Json(vec![
+                            format!("http://{addr}/files/0.parquet"),
+                            format!("http://{addr}/files/1.parquet"),
+                        ])
+                        .into_response()
+                    },
+                ),
+            )
+            .route(
+                "/api/datasets/{owner}/{name}/revision/{revision}",
+                get(
+                    |UrlPath((owner, name, revision)): UrlPath<(String, String, String)>,
+                     headers: HeaderMap| async move {
+                        if !authorized(&headers) || (owner.as_str(), name.as_str()) != ("org", "chat") {
+                            return StatusCode::NOT_FOUND.into_response();
+                        }
+                        assert_eq!(
+                            revision, "refs/convert/parquet",
+                            "the conversion branch, percent-decoded by the router"
+                        );
+                        Json(serde_json::json!({"id": "org/chat", "sha": "3f5a8c1e9b7d"})).into_response()
+                    },
+                ),
+            )
+            .route(
+                "/files/{n}",
+                get(
+                    move |State(shards): State<Arc<Vec<Vec<u8>>>>,
+                          UrlPath(n): UrlPath<String>,
+                          headers: HeaderMap| async move {
+                        if !authorized(&headers) {
+                            return StatusCode::UNAUTHORIZED.into_response();
+                        }
+                        let i: usize = n.trim_end_matches(".parquet").parse().unwrap();
+                        shards[i].clone().into_response()
+                    },
+                ),
+            )
+            .with_state(shards);
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     addr
 }
@@ -513,6 +535,7 @@ async fn a_hub_dataset_imports_through_the_hub_api(pool: PgPool) {
         .await
         .unwrap();
     assert!(!stored.to_string().contains("hf_secret"), "the token is never stored: {stored}");
+    assert_eq!(stored["revision"], "3f5a8c1e9b7d", "the conversion's commit is recorded: {stored}");
 }
 
 #[sqlx::test(migrator = "MIGRATOR")]

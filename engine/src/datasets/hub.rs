@@ -71,6 +71,29 @@ impl HubClient {
         Ok(urls)
     }
 
+    /// The commit of `repo`'s Parquet conversion branch (`refs/convert/parquet`), recorded as the
+    /// revision the rows were read at. `None` when the hub does not say (a mirror without the
+    /// revision API, say): the import goes on, and the manifest then names no revision.
+    pub async fn parquet_revision(&self, repo: &str) -> Option<String> {
+        #[derive(serde::Deserialize)]
+        struct Revision {
+            sha: String,
+        }
+        let base = self.endpoint.as_str().trim_end_matches('/');
+        let url = format!("{base}/api/datasets/{repo}/revision/refs%2Fconvert%2Fparquet");
+        let response = self.get(&url).send().await.and_then(|r| r.error_for_status());
+        match response {
+            Ok(r) => match r.json::<Revision>().await {
+                Ok(revision) if !revision.sha.trim().is_empty() => Some(revision.sha),
+                _ => None,
+            },
+            Err(e) => {
+                tracing::info!(repo, error = %root_cause(&e), "the hub gave no revision for the parquet conversion");
+                None
+            }
+        }
+    }
+
     /// Downloads the files (or only the first), reusing complete earlier downloads.
     pub async fn download(
         &self,

@@ -142,6 +142,17 @@ impl Job {
     async fn files(&self, first: sources::LocalFiles) -> Result<sources::LocalFiles> {
         let SourceSpec::Hub { repo, config, split, token } = &self.source else { return Ok(first) };
         let client = hub::HubClient::new(self.http.clone(), &self.settings, token.clone());
+        // Read before the files are listed, so it names the commit they came from (unless the
+        // branch moves in between, which the hub does only when it re-converts the dataset).
+        if let Some(revision) = client.parquet_revision(repo).await {
+            sqlx::query!(
+                "UPDATE datasets SET source = jsonb_set(source, '{revision}', to_jsonb($2::text)) WHERE id = $1",
+                self.id,
+                revision
+            )
+            .execute(&self.pool)
+            .await?;
+        }
         let files = client.download(repo, config, split, false).await?;
         let bytes_total: u64 = files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum();
         sqlx::query!(

@@ -43,8 +43,9 @@ pub struct HubSource {
     pub repo: String,
     pub config: String,
     pub split: String,
-    /// The hub revision the rows were read at, when the import recorded one. Imports read the
-    /// hub's parquet conversion (`refs/convert/parquet`) and do not record its commit yet.
+    /// The hub revision the rows were read at: the commit of the hub's Parquet conversion
+    /// (`refs/convert/parquet`) when the import listed its files; `None` when the hub did not
+    /// say, or for datasets imported before revisions were recorded.
     pub revision: Option<String>,
 }
 
