@@ -182,6 +182,72 @@ async fn a_pipeline_runs_end_to_end_with_a_token_only(pool: sqlx::PgPool) {
 }
 
 #[sqlx::test(migrator = "engine::MIGRATOR")]
+async fn a_file_uploaded_through_the_api_imports_and_an_unused_endpoint_is_removed(pool: sqlx::PgPool) {
+    let app = TestApp::with_env(pool.clone(), &[("DS_UPLOAD_LIMIT", "1KiB")]).await;
+    let erin = app.add_user("erin", Role::Engineer).await;
+    let token = app.token(erin).await;
+    let lines: String = (0..3)
+        .map(|i| {
+            json!({"messages": [{"role": "user", "content": format!("Upload question {i}?")}]}).to_string()
+                + "\n"
+        })
+        .collect();
+
+    let (status, saved) = app
+        .api_bytes("/api/v1/datasets/uploads?filename=chat.jsonl", &token, lines.clone().into_bytes())
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{saved}");
+    assert_eq!(saved["bytes"], lines.len() as u64, "{saved}");
+    assert_eq!(saved["filename"], "chat.jsonl");
+    // Bad uploads say what to send.
+    let (status, body) = app.api_bytes("/api/v1/datasets/uploads?filename=empty.jsonl", &token, vec![]).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(error_message(&body).contains("empty"), "{body}");
+    let (status, body) =
+        app.api_bytes("/api/v1/datasets/uploads?filename=big.jsonl", &token, vec![b'x'; 2048]).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
+    assert!(error_message(&body).contains("DS_UPLOAD_LIMIT"), "{body}");
+    let (status, body) = app.api_bytes("/api/v1/datasets/uploads", &token, lines.clone().into_bytes()).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(error_message(&body).contains("filename"), "{body}");
+
+    let source = json!({"kind": "upload", "upload_id": saved["upload_id"], "filename": "chat.jsonl"});
+    let (status, body) = app
+        .api(
+            Method::POST,
+            "/api/v1/datasets",
+            Some(&token),
+            Some(json!({"name": "uploaded", "source": source})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let dataset = body["id"].as_i64().unwrap();
+    let detail =
+        poll(&app, &format!("/api/v1/datasets/{dataset}"), &token, |d| d["summary"]["status"] != "importing")
+            .await;
+    assert_eq!(detail["summary"]["status"], "ready", "{detail}");
+    assert_eq!(detail["summary"]["rows_imported"], 3, "{detail}");
+
+    let sim = engine::testing::sim(engine::testing::fast_sim()).await;
+    let (status, endpoint) = app
+        .api(
+            Method::POST,
+            "/api/v1/endpoints",
+            Some(&token),
+            Some(json!({"name": "spare", "base_url": sim.base_url()})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{endpoint}");
+    let path = format!("/api/v1/endpoints/{}", endpoint["id"]);
+    let (status, _) = app.api(Method::DELETE, &path, Some(&token), None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (_, list) = app.api(Method::GET, "/api/v1/endpoints", Some(&token), None).await;
+    assert!(list["items"].as_array().unwrap().iter().all(|e| e["name"] != "spare"), "{list}");
+    let (status, body) = app.api(Method::DELETE, &path, Some(&token), None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+}
+
+#[sqlx::test(migrator = "engine::MIGRATOR")]
 async fn a_token_is_shown_once_stored_hashed_and_acts_with_the_owners_current_role(pool: sqlx::PgPool) {
     let app = TestApp::new(pool.clone()).await;
     let ann = app.add_user("ann", Role::Admin).await;
@@ -287,9 +353,11 @@ const ROUTES: &[(&str, &str, Role)] = &[
     ("GET", "/api/v1/exports/{id}/files/{name}", Role::Engineer),
     ("GET", "/api/v1/endpoints", Role::Engineer),
     ("POST", "/api/v1/endpoints", Role::Engineer),
+    ("DELETE", "/api/v1/endpoints/{id}", Role::Engineer),
     ("POST", "/api/v1/endpoints/{id}/check", Role::Engineer),
     ("GET", "/api/v1/datasets", Role::Engineer),
     ("POST", "/api/v1/datasets", Role::Engineer),
+    ("POST", "/api/v1/datasets/uploads", Role::Engineer),
     ("GET", "/api/v1/datasets/{id}", Role::Engineer),
     ("GET", "/api/v1/datasets/{id}/rows", Role::Engineer),
 ];

@@ -1,5 +1,5 @@
-//! Datasets: list, one with its import status, and an import from a server path or the hub.
-//! Engineers and admins, as on the Datasets pages.
+//! Datasets: list, one with its import status, an upload, and an import from a server path,
+//! an upload or the hub. Engineers and admins, as on the Datasets pages.
 
 use super::{
     auth::Engineer,
@@ -8,8 +8,13 @@ use super::{
     runs::Created,
 };
 use crate::state::AppState;
-use axum::{extract::State, http::StatusCode, Json};
-use domain::dataset::{DatasetDetail, DatasetSummary, Mapping, SourceSpec};
+use axum::{
+    body::Body,
+    extract::State,
+    http::{header, HeaderMap, StatusCode},
+    Json,
+};
+use domain::dataset::{DatasetDetail, DatasetSummary, Mapping, SourceSpec, Uploaded};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -24,8 +29,9 @@ pub struct DatasetsPage {
 #[serde(deny_unknown_fields)]
 pub struct ImportBody {
     pub name: String,
-    /// `{"kind": "path", "path": "…"}` (under a DS_DATASET_ROOTS folder) or
-    /// `{"kind": "hub", "repo": "…", "config": "…", "split": "…"}`.
+    /// `{"kind": "path", "path": "…"}` (under a DS_DATASET_ROOTS folder),
+    /// `{"kind": "upload", "upload_id": "…", "filename": "…"}` (from `POST /api/v1/datasets/uploads`)
+    /// or `{"kind": "hub", "repo": "…", "config": "…", "split": "…"}`.
     #[schema(value_type = Object)]
     pub source: SourceSpec,
     /// `{"schema": "sharegpt|openai|alpaca|prompt", "column": "…"}`; detected when omitted.
@@ -69,12 +75,6 @@ pub async fn import(
     Engineer(viewer): Engineer,
     ApiJson(body): ApiJson<ImportBody>,
 ) -> Result<(StatusCode, Json<Created>), ApiError> {
-    if matches!(body.source, SourceSpec::Upload { .. }) {
-        return Err(ApiError::invalid(
-            "uploads go through the Datasets page; from a script, import a file under a DS_DATASET_ROOTS \
-             folder (`{\"kind\": \"path\"}`) or a hub dataset (`{\"kind\": \"hub\"}`)",
-        ));
-    }
     let services = &state.services;
     let started = engine::datasets::import::start(
         &services.pool,
@@ -131,4 +131,61 @@ pub async fn rows(
         engine::datasets::store::rows(&state.services.pool, id, query.after, query.q.as_deref(), limit)
             .await?;
     Ok(Json(RowsPage { items: page.rows, next: page.next_after.map(|n| n.to_string()) }))
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct UploadQuery {
+    /// The file's name; its extension (`.jsonl`, `.json`, `.parquet`, `.csv`) tells the format.
+    pub filename: String,
+}
+
+/// A dataset file, sent as the raw request body and streamed to the server's disk within
+/// `DS_UPLOAD_LIMIT`; import it with `POST /api/v1/datasets` and `{"kind": "upload", …}`.
+#[utoipa::path(post, path = "/api/v1/datasets/uploads", tag = "datasets", params(UploadQuery),
+    request_body(content = Vec<u8>, content_type = "application/octet-stream"),
+    responses((status = 201, body = Object, description = "`{upload_id, filename, bytes}`"),
+        (status = 413, body = super::error::ErrorBody), (status = 422, body = super::error::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn upload(
+    State(state): State<AppState>,
+    Engineer(viewer): Engineer,
+    ApiQuery(query): ApiQuery<UploadQuery>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<(StatusCode, Json<Uploaded>), ApiError> {
+    let settings = &state.services.datasets;
+    let too_large = |limit: u64| {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the file is larger than the upload limit of {} (DS_UPLOAD_LIMIT); put it under a dataset \
+                 folder on the server and import it by path",
+                domain::units::bytes(limit)
+            ),
+        )
+    };
+    let announced =
+        headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    if announced.is_some_and(|n| n > settings.upload_limit) {
+        return Err(too_large(settings.upload_limit));
+    }
+    if query.filename.trim().is_empty() {
+        return Err(ApiError::invalid(
+            "give the file's name as `?filename=…`; its extension tells the format",
+        ));
+    }
+    let saved = engine::datasets::uploads::save(settings, &query.filename, body.into_data_stream())
+        .await
+        .map_err(|e| match e {
+            // The engine reports an over-limit stream as invalid input naming DS_UPLOAD_LIMIT.
+            e if e.to_string().contains("(DS_UPLOAD_LIMIT)") => too_large(settings.upload_limit),
+            e => ApiError::from(e),
+        })?;
+    if saved.bytes == 0 {
+        engine::datasets::uploads::remove(settings, &saved.upload_id);
+        return Err(ApiError::invalid("the upload is empty: send the file's bytes as the request body"));
+    }
+    tracing::info!(by = %viewer.username, upload = %saved.upload_id, bytes = saved.bytes, "upload stored through the API");
+    Ok((StatusCode::CREATED, Json(saved)))
 }

@@ -1,4 +1,5 @@
-//! Endpoints: list, add (the connection is tested on the way) and check. Engineers and admins.
+//! Endpoints: list, add (the connection is tested on the way), check and remove. Engineers and
+//! admins.
 
 use super::{
     auth::Engineer,
@@ -79,4 +80,19 @@ pub async fn check(
 ) -> ApiResult<EndpointSummary> {
     let services = &state.services;
     Ok(Json(engine::endpoints::check(&services.pool, &services.http, id).await?))
+}
+
+/// Remove an endpoint no run has used (one that was used stays, so its runs keep their history).
+#[utoipa::path(delete, path = "/api/v1/endpoints/{id}", tag = "endpoints", params(("id" = i64, Path)),
+    responses((status = 204, description = "removed"), (status = 404, body = super::error::ErrorBody),
+        (status = 409, body = super::error::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn delete(
+    State(state): State<AppState>,
+    Engineer(viewer): Engineer,
+    ApiPath(id): ApiPath<i64>,
+) -> Result<StatusCode, ApiError> {
+    engine::endpoints::delete(&state.services.pool, id).await?;
+    tracing::info!(by = %viewer.username, endpoint = id, "endpoint removed through the API");
+    Ok(StatusCode::NO_CONTENT)
 }

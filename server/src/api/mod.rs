@@ -16,7 +16,7 @@ pub mod samples;
 use crate::state::AppState;
 use axum::{
     middleware,
-    routing::{get, post},
+    routing::{delete, get, post},
     Router,
 };
 use error::ApiError;
@@ -42,8 +42,10 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .route("/exports/{id}/files", get(exports::files))
         .route("/exports/{id}/files/{name}", get(exports::download))
         .route("/endpoints", get(endpoints::list).post(endpoints::create))
+        .route("/endpoints/{id}", delete(endpoints::delete))
         .route("/endpoints/{id}/check", post(endpoints::check))
         .route("/datasets", get(datasets::list).post(datasets::import))
+        .route("/datasets/uploads", post(datasets::upload))
         .route("/datasets/{id}", get(datasets::get))
         .route("/datasets/{id}/rows", get(datasets::rows))
         .layer(middleware::from_fn_with_state(state, auth::authenticate));

@@ -152,6 +152,27 @@ impl TestApp {
         (status, serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null))
     }
 
+    /// A `POST` of raw bytes (`application/octet-stream`) with a bearer token; the status and
+    /// the JSON answer.
+    pub async fn api_bytes(
+        &self,
+        path: &str,
+        token: &str,
+        bytes: Vec<u8>,
+    ) -> (StatusCode, serde_json::Value) {
+        let request = Request::builder()
+            .method(Method::POST)
+            .uri(path)
+            .header(header::AUTHORIZATION, format!("Bearer {token}"))
+            .header(header::CONTENT_TYPE, "application/octet-stream")
+            .body(Body::from(bytes))
+            .unwrap();
+        let response = self.router.clone().oneshot(request).await.unwrap();
+        let status = response.status();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        (status, serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null))
+    }
+
     pub async fn api_raw(
         &self,
         method: Method,
