@@ -83,7 +83,7 @@ impl Layout {
     }
 }
 
-const COMPILE: Estimate = Estimate { cold: "20 min on 2 cores", warm: "seconds to a minute" };
+const COMPILE: Estimate = Estimate { cold: "18 min on 2 cores", warm: "seconds to a minute" };
 const BINDGEN: Estimate = Estimate { cold: "15 s", warm: "a few seconds" };
 const ASSETS: Estimate = Estimate { cold: "a second", warm: "a second" };
 
