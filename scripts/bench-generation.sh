@@ -24,7 +24,8 @@ fi
 # compiling a release build of everything.
 opt=(--config profile.dev.package.engine.opt-level=3 --config profile.dev.package.domain.opt-level=3)
 say "building the simulator and the benchmark"
-cargo build --locked -p vllm-sim
+# Built with the server, as `cargo xtask build` does, so the dependencies are the ones already built.
+cargo build --locked -p server --bin draft-studio -p vllm-sim --bin vllm-sim
 cargo bench --locked --profile dev "${opt[@]}" -p engine --bench generation "$@"
 if [ -n "${REAL_VLLM_EXPORT_PROMPTS:-}" ] && [ -n "${BENCH_REAL_VLLM_URL:-}" ]; then
   say "checking a pre-tokenized export against the server's own token ids"
