@@ -24,6 +24,10 @@ if ! $browser_only; then
   say "checking formatting"
   cargo fmt --all --check
 
+  say "clippy, warnings as errors"
+  cargo clippy --locked -p domain -p engine -p vllm-sim -p server -p app -p xtask --features app/ssr \
+    --all-targets -- -D warnings
+
   say "unit, database and handler tests"
   # The template parity test renders the same conversations with transformers in this Python.
   export DS_PARITY_PYTHON=$PARITY_PYTHON

@@ -41,7 +41,8 @@ async fn main() {
     let run = |i: usize| runs[i % runs.len()];
     let common = ["answer", "number", "check", "value", "result"];
     let rare = ["zebra", "quartz", "violin", "glacier", "saffron"];
-    let cases: Vec<(&str, Box<dyn Fn(usize) -> SampleFilter>)> = vec![
+    type Case<'a> = (&'a str, Box<dyn Fn(usize) -> SampleFilter + 'a>);
+    let cases: Vec<Case<'_>> = vec![
         ("first page, no filter", Box::new(|_| SampleFilter::default())),
         (
             "one run, newest first",

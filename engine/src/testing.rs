@@ -187,7 +187,8 @@ pub async fn wait_for_status(pool: &PgPool, run_id: i64, status: &str, within: D
         }
         let counts = state_counts(pool, run_id).await;
         if tokio::time::Instant::now() >= deadline {
-            let tries: Vec<(i64, String, bool, Option<String>, Option<String>)> = sqlx::query_as(
+            type Try = (i64, String, bool, Option<String>, Option<String>);
+            let tries: Vec<Try> = sqlx::query_as(
                 "SELECT a.sample_id, a.result, a.counted, a.error_kind, a.error FROM sample_attempts a
                  JOIN samples s ON s.id = a.sample_id WHERE s.run_id = $1 ORDER BY a.id DESC LIMIT 20",
             )

@@ -52,7 +52,7 @@ fn http() -> reqwest::Client {
 fn record(schema: Schema, i: usize) -> Value {
     let question = format!("How do I tune parameter {i} of the scheduler?");
     let answer = format!("Start from the default and change parameter {i} in small steps.");
-    let category = if i % 3 == 0 { "ops" } else { "code" };
+    let category = if i.is_multiple_of(3) { "ops" } else { "code" };
     match schema {
         Schema::Sharegpt => json!({"id": format!("s{i}"), "category": category, "conversations": [
             {"from": "system", "value": "You are terse."},
@@ -60,7 +60,7 @@ fn record(schema: Schema, i: usize) -> Value {
         Schema::Openai => json!({"id": format!("s{i}"), "category": category, "messages": [
             {"role": "user", "content": question}, {"role": "assistant", "content": answer}]}),
         Schema::Alpaca => json!({"id": format!("s{i}"), "category": category,
-            "instruction": question, "input": if i % 2 == 0 { "on Linux" } else { "" }, "output": answer}),
+            "instruction": question, "input": if i.is_multiple_of(2) { "on Linux" } else { "" }, "output": answer}),
         Schema::Prompt => json!({"id": format!("s{i}"), "category": category, "question": question}),
     }
 }
@@ -130,10 +130,7 @@ async fn every_format_with_every_schema_imports(pool: PgPool) {
             assert_eq!(page.rows.len(), 1, "{name}: search finds one row");
             let row = &page.rows[0];
             assert_eq!(row.row_key, "s7");
-            assert_eq!(
-                row.messages.iter().find(|m| m.role == "user").unwrap().content.starts_with("How do I"),
-                true
-            );
+            assert!(row.messages.iter().find(|m| m.role == "user").unwrap().content.starts_with("How do I"));
             if schema == Schema::Sharegpt {
                 let roles: Vec<_> = row.messages.iter().map(|m| m.role.as_str()).collect();
                 assert_eq!(roles, ["system", "user", "assistant"]);

@@ -541,7 +541,7 @@ impl Drop for Moto {
 
 async fn moto() -> Moto {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = std::process::Command::new("moto_server")
+    let mut child = std::process::Command::new("moto_server")
         .args(["-H", "127.0.0.1", "-p", &port.to_string()])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -554,6 +554,8 @@ async fn moto() -> Moto {
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
+    let _ = child.kill();
+    let _ = child.wait();
     panic!("moto_server did not start on port {port}");
 }
 

@@ -60,9 +60,13 @@ fn ids(value: &Value) -> Vec<u32> {
     value.as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as u32).collect()
 }
 
+/// One request's ids: (prompt, completion).
+type Request = (Vec<u32>, Vec<u32>);
+
 /// Each sample's requests as stored: (export id, [(prompt, completion)]).
-async fn stored(pool: &sqlx::PgPool, run: i64) -> Vec<(String, Vec<(Vec<u32>, Vec<u32>)>)> {
-    let rows: Vec<(i64, String, i16, Vec<u8>, Vec<u8>)> = sqlx::query_as(
+async fn stored(pool: &sqlx::PgPool, run: i64) -> Vec<(String, Vec<Request>)> {
+    type Row = (i64, String, i16, Vec<u8>, Vec<u8>);
+    let rows: Vec<Row> = sqlx::query_as(
         "SELECT s.id, r.row_key, t.turn, t.prompt_ids, t.completion_ids
          FROM samples s JOIN dataset_rows r ON r.id = s.row_id JOIN sample_tokens t ON t.sample_id = s.id
          WHERE s.run_id = $1 ORDER BY s.id, t.turn",
@@ -71,7 +75,7 @@ async fn stored(pool: &sqlx::PgPool, run: i64) -> Vec<(String, Vec<(Vec<u32>, Ve
     .fetch_all(pool)
     .await
     .unwrap();
-    let mut out: Vec<(i64, String, Vec<(Vec<u32>, Vec<u32>)>)> = Vec::new();
+    let mut out: Vec<(i64, String, Vec<Request>)> = Vec::new();
     for (id, key, _turn, prompt, completion) in rows {
         let pair = (token_ids::unpack(&prompt).unwrap(), token_ids::unpack(&completion).unwrap());
         match out.last_mut() {

@@ -681,7 +681,8 @@ async fn the_servers_token_ids_are_kept_for_every_answer(pool: sqlx::PgPool) {
     stop.cancel();
     worker.await.unwrap().unwrap();
 
-    let rows: Vec<(i64, Option<bool>, i32, i32, Vec<u8>, Vec<u8>, serde_json::Value)> = sqlx::query_as(
+    type Row = (i64, Option<bool>, i32, i32, Vec<u8>, Vec<u8>, serde_json::Value);
+    let rows: Vec<Row> = sqlx::query_as(
         "SELECT s.id, s.captured_token_ids, s.prompt_tokens, s.completion_tokens, t.prompt_ids, t.completion_ids, r.messages
          FROM samples s JOIN sample_tokens t ON t.sample_id = s.id AND t.turn = 0 JOIN dataset_rows r ON r.id = s.row_id
          WHERE s.run_id = $1",

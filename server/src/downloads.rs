@@ -76,7 +76,7 @@ pub async fn download(State(state): State<AppState>, Path((id, name)): Path<(i64
             return refuse(StatusCode::NOT_FOUND, format!("export {id} has no readable manifest"));
         }
     };
-    let listed = files.iter().any(|f| *f == name) || name == manifest::FILE_NAME;
+    let listed = files.contains(&name) || name == manifest::FILE_NAME;
     // Manifest names are plain file names; the checks on separators guard against a manifest
     // edited by hand.
     if !listed || name.contains(['/', '\\']) || name.starts_with('.') {

@@ -5,7 +5,6 @@
 mod site;
 mod step;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: cargo xtask build [--release]";
@@ -20,10 +19,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask lives in the workspace")
-        .to_path_buf();
+    let root = site::workspace_root();
     match site::build(&site::Layout::from_env(root, profile)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {

@@ -25,6 +25,15 @@ pub enum Profile {
     Release,
 }
 
+/// The workspace this xtask was started in. Read at run time (`cargo run` and `cargo test` set
+/// `CARGO_MANIFEST_DIR`): a binary built for another clone into a shared target folder must not
+/// build that clone.
+pub fn workspace_root() -> PathBuf {
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from);
+    manifest_dir.parent().expect("xtask lives in the workspace").to_path_buf()
+}
+
 /// Where everything is read from and written to.
 #[derive(Debug)]
 pub struct Layout {
@@ -308,7 +317,7 @@ mod tests {
 
     #[test]
     fn the_workspace_lock_pins_the_bindgen_the_scripts_install() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let root = workspace_root();
         let lock = fs::read_to_string(root.join("Cargo.lock")).unwrap();
         let manifest = fs::read_to_string(root.join("Cargo.toml")).unwrap();
         let pinned = locked_version(&lock, "wasm-bindgen").unwrap();

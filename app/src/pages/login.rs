@@ -7,10 +7,9 @@ use leptos_router::hooks::use_query_map;
 pub fn LoginPage() -> impl IntoView {
     let login = ServerAction::<Login>::new();
     let next = move || safe_next(use_query_map().read().get("next"));
-    let next_on_success = next.clone();
     Effect::new(move |_| {
         if let Some(Ok(_)) = login.value().get() {
-            hard_navigate(&next_on_success());
+            hard_navigate(&next());
         }
     });
     let error = move || login.value().get().and_then(|r| r.err()).map(|e| e.to_string());

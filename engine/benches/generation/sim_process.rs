@@ -15,7 +15,7 @@ pub struct SimProcess {
 impl SimProcess {
     pub async fn start(args: &[&str]) -> Self {
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = Command::new(binary())
+        let mut child = Command::new(binary())
             .args(["--port", &port.to_string()])
             .args(args)
             .stdout(Stdio::null())
@@ -30,6 +30,8 @@ impl SimProcess {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+        let _ = child.kill();
+        let _ = child.wait();
         panic!("vllm-sim did not come up");
     }
 }

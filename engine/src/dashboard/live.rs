@@ -21,10 +21,13 @@ const EVERY: Duration = Duration::from_secs(1);
 /// The slow parts (length percentiles, attempts histogram) are re-read every this many snapshots.
 const SLOW_EVERY: u32 = 5;
 
+/// The sending side of one run's [`Feed`], shared by the hub and that run's publisher.
+type Publisher = Arc<watch::Sender<Option<Arc<str>>>>;
+
 pub struct LiveHub {
     pool: PgPool,
     policy: AlertPolicy,
-    runs: Mutex<HashMap<i64, Arc<watch::Sender<Option<Arc<str>>>>>>,
+    runs: Mutex<HashMap<i64, Publisher>>,
     stop: CancellationToken,
 }
 
@@ -81,7 +84,7 @@ impl LiveHub {
                     return;
                 }
             }
-            if tick % SLOW_EVERY == 0 {
+            if tick.is_multiple_of(SLOW_EVERY) {
                 match snapshot::slow_parts(&self.pool, run_id).await {
                     Ok(parts) => slow = parts,
                     Err(e) => tracing::warn!(run.id = run_id, error = %e, "reading run statistics failed"),

@@ -20,7 +20,7 @@ pub fn encode(row: &Normalized, out: &mut Vec<u8>) {
         Some(c) => escape(c.as_bytes(), out),
         None => out.extend_from_slice(b"\\N"),
     }
-    let _ = write!(out, "\t{}\t{}\n", row.turn_count, row.prompt_chars);
+    let _ = writeln!(out, "\t{}\t{}", row.turn_count, row.prompt_chars);
 }
 
 /// Backslash, newline, carriage return and tab are the only bytes COPY text needs escaped.

@@ -226,7 +226,7 @@ pub async fn detail(pool: &PgPool, id: i64) -> Result<DatasetDetail> {
             None => reasons.push((kind, 1)),
         }
     }
-    reasons.sort_by(|a, b| b.1.cmp(&a.1));
+    reasons.sort_by_key(|r| std::cmp::Reverse(r.1));
     Ok(DatasetDetail { summary, stats, rejections, rejection_reasons: reasons })
 }
 

@@ -81,7 +81,9 @@ pub async fn run(pool: &PgPool, storage: &Storage, id: i64) -> Result<ExportStat
     runner::run_export(pool, storage, id, &JobOptions::default()).await
 }
 
-/// How the writing of an export ended (recorded by `runner`).
+/// How the writing of an export ended (recorded by `runner`). One per export, moved once:
+/// boxing the manifest would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub(super) enum Finished {
     Completed { location: String, bytes: u64, manifest: Manifest },
     Cancelled,

@@ -21,6 +21,8 @@ use std::sync::Arc;
 /// Rows per Parquet row group: bounds what the writer holds in memory.
 const ROW_GROUP: usize = 1024;
 
+// One per export, kept for its whole run: boxing the Parquet writer would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum DataWriter {
     Jsonl { out: BufWriter<File>, layout: Layout },
     Parquet { out: ArrowWriter<File>, layout: Layout, schema: SchemaRef },

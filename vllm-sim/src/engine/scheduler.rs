@@ -2,8 +2,9 @@
 //!
 //! Each step, every decoding sequence gains one token; leftover step budget goes to prefill
 //! chunks of running sequences, then to admitting waiting ones (FCFS) while slots, budget and
-//! KV blocks allow. A step lasts `max(1/per_seq, decoding/aggregate, base + decoding·per_seq_cost)
-//! + prefilled/prefill` seconds: with the first two, throughput is `min(n·per_seq, aggregate)`,
+//! KV blocks allow. A step lasts
+//! `max(1/per_seq, decoding/aggregate, base + decoding·per_seq_cost) + prefilled/prefill`
+//! seconds: with the first two, throughput is `min(n·per_seq, aggregate)`,
 //! flat past a knee; with the affine cost it is `n / (base + n·per_seq_cost)`, still rising
 //! (ever more slowly) at any batch, as a GPU server's does until its KV cache is full. When a decoding sequence needs a
 //! block and none is free, the most recently admitted sequence is preempted: its blocks are
