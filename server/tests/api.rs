@@ -24,6 +24,12 @@ async fn poll(app: &TestApp, path: &str, token: &str, done: impl Fn(&Value) -> b
     }
 }
 
+/// Registers the server at `base_url` through the API.
+async fn add_endpoint(app: &TestApp, token: &str, name: &str, base_url: &str) -> (StatusCode, Value) {
+    app.api(Method::POST, "/api/v1/endpoints", Some(token), Some(json!({"name": name, "base_url": base_url})))
+        .await
+}
+
 #[sqlx::test(migrator = "engine::MIGRATOR")]
 async fn a_pipeline_runs_end_to_end_with_a_token_only(pool: sqlx::PgPool) {
     let sim = engine::testing::sim(engine::testing::fast_sim()).await;
@@ -67,14 +73,7 @@ async fn a_pipeline_runs_end_to_end_with_a_token_only(pool: sqlx::PgPool) {
     assert!(rest["next"].is_null(), "{rest}");
 
     // The simulator as an endpoint.
-    let (status, body) = app
-        .api(
-            Method::POST,
-            "/api/v1/endpoints",
-            Some(&token),
-            Some(json!({"name": "sim", "base_url": sim.base_url()})),
-        )
-        .await;
+    let (status, body) = add_endpoint(&app, &token, "sim", &sim.base_url()).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let endpoint = body["id"].as_i64().unwrap();
     let (status, listed) = app.api(Method::GET, "/api/v1/endpoints", Some(&token), None).await;
@@ -229,14 +228,7 @@ async fn a_file_uploaded_through_the_api_imports_and_an_unused_endpoint_is_remov
     assert_eq!(detail["summary"]["rows_imported"], 3, "{detail}");
 
     let sim = engine::testing::sim(engine::testing::fast_sim()).await;
-    let (status, endpoint) = app
-        .api(
-            Method::POST,
-            "/api/v1/endpoints",
-            Some(&token),
-            Some(json!({"name": "spare", "base_url": sim.base_url()})),
-        )
-        .await;
+    let (status, endpoint) = add_endpoint(&app, &token, "spare", &sim.base_url()).await;
     assert_eq!(status, StatusCode::CREATED, "{endpoint}");
     let path = format!("/api/v1/endpoints/{}", endpoint["id"]);
     let (status, _) = app.api(Method::DELETE, &path, Some(&token), None).await;

@@ -61,6 +61,23 @@ fn Sections(o: Overview) -> impl IntoView {
     }
 }
 
+/// One section of the overview: a titled panel with a link to the page it summarises.
+#[component]
+fn Panel(
+    testid: &'static str,
+    title: &'static str,
+    href: &'static str,
+    link: &'static str,
+    children: Children,
+) -> impl IntoView {
+    view! {
+        <section class="panel" data-testid=testid>
+            <div class="panel-head"><h2>{title}</h2> <a href=href>{link}</a></div>
+            {children()}
+        </section>
+    }
+}
+
 #[component]
 fn RunsSection(runs: Vec<RunInProgress>, datasets_ready: i64, has_endpoints: bool) -> impl IntoView {
     let body = if !runs.is_empty() {
@@ -80,12 +97,7 @@ fn RunsSection(runs: Vec<RunInProgress>, datasets_ready: i64, has_endpoints: boo
     } else {
         view! { <p class="empty">"Nothing is generating. " <a href="/runs/new">"Start a run"</a> " from a dataset."</p> }.into_any()
     };
-    view! {
-        <section class="panel" data-testid="overview-runs">
-            <div class="panel-head"><h2>"Runs in progress"</h2> <a href="/runs">"All runs"</a></div>
-            {body}
-        </section>
-    }
+    view! { <Panel testid="overview-runs" title="Runs in progress" href="/runs" link="All runs">{body}</Panel> }
 }
 
 #[component]
@@ -131,12 +143,7 @@ fn EndpointsSection(endpoints: Vec<EndpointSummary>) -> impl IntoView {
             .collect_view();
         view! { <ul class="plain" data-testid="overview-endpoint-list">{rows}</ul> }.into_any()
     };
-    view! {
-        <section class="panel" data-testid="overview-endpoints">
-            <div class="panel-head"><h2>"Endpoints"</h2> <a href="/endpoints">"Manage"</a></div>
-            {body}
-        </section>
-    }
+    view! { <Panel testid="overview-endpoints" title="Endpoints" href="/endpoints" link="Manage">{body}</Panel> }
 }
 
 #[component]
@@ -173,8 +180,7 @@ fn ReviewSection(queue: QueueProgress, review: Vec<ReviewProgress>) -> impl Into
         })
         .collect_view();
     view! {
-        <section class="panel" data-testid="overview-review">
-            <div class="panel-head"><h2>"Review"</h2> <a href="/review">"All samples"</a></div>
+        <Panel testid="overview-review" title="Review" href="/review" link="All samples">
             <div data-testid="my-queue">
                 {queue_line}
                 <p class="small muted">
@@ -189,7 +195,7 @@ fn ReviewSection(queue: QueueProgress, review: Vec<ReviewProgress>) -> impl Into
                     <tbody>{rows}</tbody>
                 </table>
             })}
-        </section>
+        </Panel>
     }
 }
 
@@ -224,12 +230,7 @@ fn ExportsSection(exports: Vec<ExportItem>) -> impl IntoView {
         }
         .into_any()
     };
-    view! {
-        <section class="panel" data-testid="overview-exports">
-            <div class="panel-head"><h2>"Recent exports"</h2> <a href="/exports">"All exports"</a></div>
-            {body}
-        </section>
-    }
+    view! { <Panel testid="overview-exports" title="Recent exports" href="/exports" link="All exports">{body}</Panel> }
 }
 
 #[cfg(all(test, feature = "ssr"))]
