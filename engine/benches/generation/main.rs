@@ -17,6 +17,8 @@
 //!
 //! Knobs: `BENCH_SERVERS` (`real,seed,flat`), `BENCH_ROUNDS` (2 for the simulators; the table
 //! shows each client's median round), `BENCH_REAL_ROUNDS` (1), `BENCH_REAL_PROMPTS` (512),
+//! `BENCH_REAL_PLAIN` (the plain clients on the real server: `64` whole answers, `64s` streamed,
+//! `64i` streamed with token ids as Draft Studio asks; default `16,64,128,256,64s,64i`),
 //! `BENCH_SEED_PROMPTS` (1000), `BENCH_FLAT_PROMPTS` (2000), `BENCH_COST` (1: part 2),
 //! `BENCH_CHECK` (1: exit non-zero unless every server meets the targets: adaptive ≥ 0.98× the
 //! best fixed limit, nothing lost, and on the real server fixed 64 ≥ the plain client at 64).
@@ -63,10 +65,32 @@ enum ServerKind {
 /// A plain client of the sweep.
 #[derive(Clone, Copy)]
 enum Plain {
-    /// The Python script: fixed concurrency, whole answers or streamed, no timeout.
-    Python { concurrency: usize, stream: bool },
+    /// The Python script: fixed concurrency, no timeout.
+    Python { concurrency: usize, shape: Shape },
     /// The script of issue 4 (Rust, same behaviour): non-streaming with a total timeout.
     TimedOut { concurrency: usize, timeout_secs: f64 },
+}
+
+/// What the plain Python client asks for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// Whole answers, no streaming: what a script usually does.
+    Whole,
+    /// Streamed with `stream_interval` 16, as Draft Studio streams.
+    Streamed,
+    /// Streamed with the token ids as well: Draft Studio's own request, so that what the server
+    /// spends on the request is told apart from what the client spends.
+    StreamedWithIds,
+}
+
+impl Shape {
+    fn flags(self) -> &'static [&'static str] {
+        match self {
+            Shape::Whole => &[],
+            Shape::Streamed => &["--stream"],
+            Shape::StreamedWithIds => &["--stream", "--token-ids"],
+        }
+    }
 }
 
 /// A client of part 1.
@@ -79,12 +103,13 @@ enum Client {
 impl Client {
     fn name(&self) -> String {
         match *self {
-            Client::Plain(Plain::Python { concurrency, stream: false }) => {
-                format!("plain Python, {concurrency} at once, whole answers")
-            }
-            Client::Plain(Plain::Python { concurrency, stream: true }) => {
-                format!("plain Python, {concurrency} at once, streamed (interval 16)")
-            }
+            Client::Plain(Plain::Python { concurrency, shape }) => match shape {
+                Shape::Whole => format!("plain Python, {concurrency} at once, whole answers"),
+                Shape::Streamed => format!("plain Python, {concurrency} at once, streamed (interval 16)"),
+                Shape::StreamedWithIds => {
+                    format!("plain Python, {concurrency} at once, streamed with token ids (Draft Studio's request)")
+                }
+            },
             Client::Plain(Plain::TimedOut { concurrency, timeout_secs }) => {
                 format!("plain script, {concurrency} at once, {timeout_secs:.0} s timeout, no retry")
             }
@@ -168,20 +193,17 @@ fn server(name: &str) -> Option<Server> {
             };
             let model = std::env::var("BENCH_REAL_VLLM_MODEL").unwrap_or_else(|_| "tiny".into());
             let prompts = (0..env_or("BENCH_REAL_PROMPTS", 512)).map(short_prompt).collect();
-            let python = |concurrency, stream| Plain::Python { concurrency, stream };
+            let plain = match std::env::var("BENCH_REAL_PLAIN") {
+                Ok(list) => list.split(',').filter(|s| !s.trim().is_empty()).map(plain_client).collect(),
+                Err(_) => ["16", "64", "128", "256", "64s", "64i"].into_iter().map(plain_client).collect(),
+            };
             Some(Server {
                 name: "real vLLM 0.32 (CPU, tiny random model, --max-num-seqs 64)",
                 kind: ServerKind::Real { url, model },
                 prompts,
                 max_tokens: 512,
                 fixed: engine_sweep(&[16, 32, 64, 96, 128, 256]),
-                plain: vec![
-                    python(16, false),
-                    python(64, false),
-                    python(128, false),
-                    python(256, false),
-                    python(64, true),
-                ],
+                plain,
                 adaptive: Concurrency::Adaptive { min: 4, max: 512 },
                 rounds: env_or("BENCH_REAL_ROUNDS", 1),
             })
@@ -284,7 +306,7 @@ async fn measure(pool: &PgPool, by: i64, server: &Server) -> Vec<String> {
         };
         if let (Some(fixed), Some(plain)) = (
             at(&|c| matches!(c, Client::Engine(Concurrency::Fixed { limit: 64 }))),
-            at(&|c| matches!(c, Client::Plain(Plain::Python { concurrency: 64, stream: false }))),
+            at(&|c| matches!(c, Client::Plain(Plain::Python { concurrency: 64, shape: Shape::Whole }))),
         ) {
             print!("; fixed 64 against the plain client at 64: {:.3}×", fixed / plain);
             if fixed / plain < 1.0 {
@@ -311,8 +333,8 @@ async fn measure(pool: &PgPool, by: i64, server: &Server) -> Vec<String> {
 async fn run_client(pool: &PgPool, by: i64, server: &Server, client: Client) -> Outcome {
     match &server.kind {
         ServerKind::Real { url, model } => match client {
-            Client::Plain(Plain::Python { concurrency, stream }) => {
-                python_client(url, model, &server.prompts, concurrency, stream, server.max_tokens)
+            Client::Plain(Plain::Python { concurrency, shape }) => {
+                python_client(url, model, &server.prompts, concurrency, shape, server.max_tokens)
             }
             Client::Plain(Plain::TimedOut { .. }) => unreachable!("the timed-out script runs on simulators"),
             Client::Engine(concurrency) => {
@@ -463,7 +485,7 @@ fn python_client(
     model: &str,
     prompts: &[String],
     concurrency: usize,
-    stream: bool,
+    shape: Shape,
     max_tokens: u32,
 ) -> Outcome {
     let python = std::env::var("BENCH_PLAIN_PYTHON").expect(
@@ -480,9 +502,7 @@ fn python_client(
         .arg(&file)
         .arg(concurrency.to_string())
         .arg(max_tokens.to_string());
-    if stream {
-        command.arg("--stream");
-    }
+    command.args(shape.flags());
     let output = command.output().expect("the plain client runs");
     assert!(output.status.success(), "plain client failed: {}", String::from_utf8_lossy(&output.stderr));
     let report: serde_json::Value =
@@ -494,6 +514,23 @@ fn python_client(
         limit: None,
         details: None,
     }
+}
+
+/// `64` (whole answers), `64s` (streamed) or `64i` (streamed with token ids), as in
+/// `BENCH_REAL_PLAIN`.
+fn plain_client(spec: &str) -> Plain {
+    let spec = spec.trim();
+    let (digits, shape) = match spec.strip_suffix('s') {
+        Some(n) => (n, Shape::Streamed),
+        None => match spec.strip_suffix('i') {
+            Some(n) => (n, Shape::StreamedWithIds),
+            None => (spec, Shape::Whole),
+        },
+    };
+    let concurrency = digits.parse().unwrap_or_else(|_| {
+        panic!("BENCH_REAL_PLAIN: `{spec}` is not a concurrency with an optional s (streamed) or i (with token ids)")
+    });
+    Plain::Python { concurrency, shape }
 }
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {

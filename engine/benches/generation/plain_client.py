@@ -2,7 +2,10 @@
 (asyncio + aiohttp), each prompt sent once, completions kept in memory. The benchmark's baseline
 against a real vLLM server.
 
-    python plain_client.py URL MODEL PROMPTS_JSON CONCURRENCY MAX_TOKENS [--stream] [--timeout S]
+    python plain_client.py URL MODEL PROMPTS_JSON CONCURRENCY MAX_TOKENS [--stream [--token-ids]] [--timeout S]
+
+`--token-ids` asks for the token ids as Draft Studio does (`return_token_ids`), so the request
+is the engine's own and what the server spends on it is told apart from what the client spends.
 
 Prints one JSON object: answered, lost, completion tokens, seconds (first send to last answer).
 """
@@ -45,6 +48,7 @@ async def main():
     parser.add_argument("concurrency", type=int)
     parser.add_argument("max_tokens", type=int)
     parser.add_argument("--stream", action="store_true")
+    parser.add_argument("--token-ids", action="store_true")
     parser.add_argument("--timeout", type=float, default=3600.0)
     args = parser.parse_args()
     prompts = json.load(open(args.prompts))
@@ -62,6 +66,8 @@ async def main():
                 }
                 if args.stream:
                     body.update(stream=True, stream_options={"include_usage": True}, stream_interval=16)
+                if args.token_ids:
+                    body.update(return_token_ids=True)
                 return await one(session, url, body, args.stream, args.timeout)
 
         start = time.monotonic()
