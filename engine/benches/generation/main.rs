@@ -174,14 +174,8 @@ fn server(name: &str) -> Option<Server> {
     // BENCH_<SERVER>_FIXED (e.g. BENCH_SEED_FIXED=256,512) replaces a server's sweep.
     let engine_sweep = |fixed: &[u32]| -> Vec<u32> {
         let key = format!("BENCH_{}_FIXED", name.to_uppercase());
-        match std::env::var(&key) {
-            Ok(list) => list
-                .split(',')
-                .filter(|s| !s.trim().is_empty())
-                .map(|s| s.trim().parse().unwrap_or_else(|_| panic!("{key}: `{s}` is not a whole number")))
-                .collect(),
-            Err(_) => fixed.to_vec(),
-        }
+        env_list(&key, |s| s.parse().unwrap_or_else(|_| panic!("{key}: `{s}` is not a whole number")))
+            .unwrap_or_else(|| fixed.to_vec())
     };
     match name {
         "real" => {
@@ -193,10 +187,9 @@ fn server(name: &str) -> Option<Server> {
             };
             let model = std::env::var("BENCH_REAL_VLLM_MODEL").unwrap_or_else(|_| "tiny".into());
             let prompts = (0..env_or("BENCH_REAL_PROMPTS", 512)).map(short_prompt).collect();
-            let plain = match std::env::var("BENCH_REAL_PLAIN") {
-                Ok(list) => list.split(',').filter(|s| !s.trim().is_empty()).map(plain_client).collect(),
-                Err(_) => ["16", "64", "128", "256", "64s", "64i"].into_iter().map(plain_client).collect(),
-            };
+            let plain = env_list("BENCH_REAL_PLAIN", plain_client).unwrap_or_else(|| {
+                ["16", "64", "128", "256", "64s", "64i"].into_iter().map(plain_client).collect()
+            });
             Some(Server {
                 name: "real vLLM 0.32 (CPU, tiny random model, --max-num-seqs 64)",
                 kind: ServerKind::Real { url, model },
@@ -519,7 +512,6 @@ fn python_client(
 /// `64` (whole answers), `64s` (streamed) or `64i` (streamed with token ids), as in
 /// `BENCH_REAL_PLAIN`.
 fn plain_client(spec: &str) -> Plain {
-    let spec = spec.trim();
     let (digits, shape) = match spec.strip_suffix('s') {
         Some(n) => (n, Shape::Streamed),
         None => match spec.strip_suffix('i') {
@@ -531,6 +523,12 @@ fn plain_client(spec: &str) -> Plain {
         panic!("BENCH_REAL_PLAIN: `{spec}` is not a concurrency with an optional s (streamed) or i (with token ids)")
     });
     Plain::Python { concurrency, shape }
+}
+
+/// The comma-separated items of `key`, trimmed and parsed; `None` when it is unset.
+fn env_list<T>(key: &str, parse: impl Fn(&str) -> T) -> Option<Vec<T>> {
+    let list = std::env::var(key).ok()?;
+    Some(list.split(',').map(str::trim).filter(|s| !s.is_empty()).map(parse).collect())
 }
 
 fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
