@@ -6,6 +6,7 @@ use super::{
     backoff,
     classify::{self, AfterFailure},
     conversation::{self, Turn},
+    driver::Slot,
     endpoint::Endpoint,
     queue::{self, Claimed, Next, Output, TryRecord},
     write_back::{self, GaveUp},
@@ -45,6 +46,9 @@ pub struct Attempt<'a> {
     pub run: &'a RunContext,
     pub endpoint: &'a Endpoint,
     pub cancel: &'a CancellationToken,
+    /// The place in the endpoint's share this try holds while it sends requests; freed once it
+    /// sends no more, before its result is written, so the next sample starts at once.
+    pub slot: &'a Slot,
 }
 
 impl Attempt<'_> {
@@ -234,6 +238,7 @@ impl Attempt<'_> {
         started_at: OffsetDateTime,
         usage: &UsageSum,
     ) -> Result<(TryResult, u32), GaveUp> {
+        self.slot.free();
         let tries_after = sample.attempts as u32 + 1;
         let record = TryRecord {
             result: if failure.is_timeout() { "timed_out" } else { "error" },
@@ -282,6 +287,7 @@ impl Attempt<'_> {
         retry_after: Duration,
         record: TryRecord,
     ) -> Result<bool, GaveUp> {
+        self.slot.free();
         let bytes = record.bytes();
         let release =
             || queue::release(&self.run.pool, sample.id, self.run.worker_id, retry_after, record.clone());
@@ -299,6 +305,7 @@ impl Attempt<'_> {
         result: TryResult,
         tokens: u32,
     ) -> Result<(TryResult, u32), GaveUp> {
+        self.slot.free();
         let bytes = record.bytes() + output.bytes();
         let write = || {
             queue::settle(&self.run.pool, sample.id, self.run.worker_id, next, output.clone(), record.clone())

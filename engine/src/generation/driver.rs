@@ -1,13 +1,22 @@
 //! Keeps one endpoint busy for one run: claims samples up to this process's part of the run's
 //! share of the endpoint, runs their tries, sends nothing while the endpoint is down, and once
 //! a second records what the run saw.
+//!
+//! A few samples are claimed ahead of the free slots (`Ready`), so a slot freed by a stream that
+//! ended is filled at once, not after a query; and a try frees its slot when it sends no more,
+//! before its result is written. Both gaps left the batch of a real vLLM server short.
 
 use super::{
     attempt::{Attempt, Report, TryResult},
     endpoint::{Membership, View},
-    queue, RunContext,
+    held::Hold,
+    queue::{self, Claimed},
+    RunContext,
 };
-use std::{sync::atomic::Ordering, sync::Arc};
+use std::{
+    collections::VecDeque,
+    sync::{atomic::Ordering, Arc, Mutex},
+};
 use tokio::sync::{mpsc, watch};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
@@ -30,17 +39,71 @@ struct Window {
     tokens: u64,
 }
 
+/// A place in the run's part of the endpoint, held by one try while it sends requests. Freed
+/// once: by `free` when the try sends no more, or when dropped.
+pub(super) struct Slot(Mutex<Option<mpsc::UnboundedSender<()>>>);
+
+impl Slot {
+    fn new(freed: &mpsc::UnboundedSender<()>) -> Self {
+        Self(Mutex::new(Some(freed.clone())))
+    }
+
+    pub(super) fn free(&self) {
+        if let Some(freed) = self.0.lock().expect("slot").take() {
+            let _ = freed.send(());
+        }
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.free();
+    }
+}
+
+/// Samples claimed (and held, so their leases are renewed) but not yet sent.
+#[derive(Default)]
+struct Ready(VecDeque<(Claimed, Hold)>);
+
+impl Ready {
+    fn len(&self) -> u32 {
+        self.0.len() as u32
+    }
+
+    /// Puts every waiting sample back in the queue, unrecorded: none was sent. When that
+    /// fails their holds are dropped anyway, their leases run out and the reaper returns them.
+    async fn give_back(&mut self, run: &RunContext) {
+        if self.0.is_empty() {
+            return;
+        }
+        let ids: Vec<i64> = self.0.iter().map(|(sample, _)| sample.id).collect();
+        if let Err(e) = queue::unclaim(&run.pool, run.worker_id, &ids).await {
+            tracing::warn!(run.id = run.run_id, error = %e, "returning claimed samples failed; their leases will run out");
+        }
+        self.0.clear();
+    }
+}
+
+/// How many samples are claimed ahead of the free slots of a part: enough that a query is
+/// needed only every few finished tries, few enough to leave the rest to other workers.
+fn reserve(part: u32) -> u32 {
+    (part / 16).clamp(1, 16)
+}
+
 pub(super) async fn drive(run: Arc<RunContext>, membership: Membership, mut phase: watch::Receiver<Phase>) {
     let endpoint = membership.endpoint().clone();
     let label = crate::metrics::EndpointLabel { endpoint: endpoint.name.clone() };
     let mut view_rx = endpoint.subscribe();
     let mut share = read_share(&run, endpoint.id).await.unwrap_or(1);
     let (report_tx, mut reports) = mpsc::unbounded_channel::<Report>();
+    let (freed_tx, mut freed) = mpsc::unbounded_channel::<()>();
     let abort = CancellationToken::new();
     let tasks = TaskTracker::new();
     let mut tick = tokio::time::interval(run.options.tick);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Tries holding a slot: sending requests, not yet writing their results.
     let mut in_flight: u32 = 0;
+    let mut ready = Ready::default();
     let mut queue_dry = false;
     let mut window = Window::default();
     let mut recorded_up = true;
@@ -51,29 +114,20 @@ pub(super) async fn drive(run: Arc<RunContext>, membership: Membership, mut phas
             abort.cancel();
         }
         let up = view_rx.borrow().up;
-        if current == Phase::Active && up && !queue_dry {
+        if current == Phase::Active && up {
             let part = share_of(share, run.live_workers.load(Ordering::Relaxed));
-            let deficit = part.saturating_sub(in_flight);
-            // Refill in small batches rather than one query per finished try.
-            if deficit > 0 && (deficit >= (part / 16).max(1) || in_flight == 0) {
-                let want = deficit.min(run.options.claim_batch);
+            // Claim once the reserve is used up, for every free slot and a new reserve (in
+            // several queries when the part is larger than one claim).
+            while !queue_dry && in_flight + ready.len() <= part {
+                let want = (part + reserve(part) - in_flight - ready.len()).min(run.options.claim_batch);
                 match queue::claim(&run.pool, run.run_id, run.worker_id, run.options.lease, want.into()).await
                 {
                     Ok(claimed) => {
                         queue_dry = (claimed.len() as u32) < want;
-                        for sample in claimed {
-                            in_flight += 1;
+                        ready.0.extend(claimed.into_iter().map(|sample| {
                             let hold = run.held.hold(sample.id);
-                            let (run, endpoint, abort, report_tx) =
-                                (run.clone(), endpoint.clone(), abort.clone(), report_tx.clone());
-                            tasks.spawn(async move {
-                                let attempt = Attempt { run: &run, endpoint: &endpoint, cancel: &abort };
-                                let report = attempt.run(sample).await;
-                                drop(hold);
-                                let _ = report_tx.send(report);
-                            });
-                        }
-                        membership.set_in_flight(in_flight);
+                            (sample, hold)
+                        }));
                     }
                     Err(e) => {
                         tracing::warn!(run.id = run.run_id, error = %e, "claiming samples failed; retrying next second");
@@ -81,15 +135,36 @@ pub(super) async fn drive(run: Arc<RunContext>, membership: Membership, mut phas
                     }
                 }
             }
+            while in_flight < part {
+                let Some((sample, hold)) = ready.0.pop_front() else { break };
+                in_flight += 1;
+                let slot = Slot::new(&freed_tx);
+                let (run, endpoint, abort, report_tx) =
+                    (run.clone(), endpoint.clone(), abort.clone(), report_tx.clone());
+                tasks.spawn(async move {
+                    let attempt = Attempt { run: &run, endpoint: &endpoint, cancel: &abort, slot: &slot };
+                    let report = attempt.run(sample).await;
+                    drop(slot);
+                    drop(hold);
+                    let _ = report_tx.send(report);
+                });
+            }
+            membership.set_in_flight(in_flight);
+        } else {
+            // Paused, stopping or the endpoint is down: what was claimed ahead goes back, to
+            // another endpoint of the run or a later resume.
+            ready.give_back(&run).await;
         }
         if current != Phase::Active && in_flight == 0 {
             break;
         }
         run.metrics.requests_in_flight.get_or_create(&label).set(in_flight as i64);
         tokio::select! {
-            Some(report) = reports.recv() => {
+            Some(()) = freed.recv() => {
                 in_flight -= 1;
                 membership.set_in_flight(in_flight);
+            }
+            Some(report) = reports.recv() => {
                 window.tokens += u64::from(report.completion_tokens);
                 match report.result {
                     TryResult::Finished(_) => window.completed += 1,

@@ -2,7 +2,7 @@
 //! guarded statement (or one statement per sample batch) that says whether it applied:
 //!
 //! - `queue`: the generation queue — `claim`, `renew_leases`, `reap_expired_leases`, `settle`,
-//!   `fail_unrecorded`, `release`, `release_all`.
+//!   `fail_unrecorded`, `release`, `unclaim`, `release_all`.
 //! - `requeue`: a finished sample back to the queue (a retry pass, a regeneration), its
 //!   decision dropped and logged with the text it applied to.
 //! - `review`: a reviewer's decision, a bulk decision, and undo, each logged with a hash of the
@@ -19,7 +19,7 @@
 //!    ┌─▶ pending ─────────────────────────▶ running ─────────────────────────────▶ ok · truncated · empty
 //!    │     ▲  ▲                              │  │                                   failed · timed_out
 //!    │     │  └──────────────────────────────┘  │                                        │    ▲
-//!    │     │  release · release_all ·           │ settle: a retryable error              │    │ decide · bulk · undo
+//!    │     │  release · unclaim · release_all · │ settle: a retryable error              │    │ decide · bulk · undo
 //!    │     │  reap_expired_leases (uncounted)   │ (after a backoff; the try's            │    │ (the review state, on
 //!    │     └────────────────────────────────────┘  text replaces the last one's)         │    ▼  finished samples only)
 //!    │                                                                                   │

@@ -343,6 +343,20 @@ pub async fn release(
     Ok(released.is_some())
 }
 
+/// Returns samples this worker claimed ahead of a free slot but never sent: no try happened,
+/// so none is recorded. Returns how many it still held.
+pub async fn unclaim(pool: &PgPool, worker: Uuid, sample_ids: &[i64]) -> Result<u64> {
+    let returned = sqlx::query!(
+        "UPDATE samples SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL
+         WHERE id = ANY($2) AND state = 'running' AND lease_owner = $1",
+        worker,
+        sample_ids
+    )
+    .execute(pool)
+    .await?;
+    Ok(returned.rows_affected())
+}
+
 /// Releases everything this worker still holds (used when it stops).
 pub async fn release_all(pool: &PgPool, worker: Uuid, reason: &str) -> Result<u64> {
     let released = sqlx::query!(
