@@ -11,7 +11,7 @@ use axum::{
 use domain::dataset::{DatasetStatus, Format, Mapping, Schema, SourceSpec};
 use engine::{
     dataset_files::*,
-    datasets::{import, sources, store, uploads, DatasetSettings},
+    datasets::{import, jobs, sources, store, uploads, DatasetSettings},
 };
 use serde_json::{json, Value};
 use sqlx::PgPool;
@@ -34,6 +34,7 @@ fn env() -> Env {
         upload_limit: 1 << 20,
         hub_endpoint: url::Url::parse("http://127.0.0.1:9").unwrap(),
         max_row_bytes: 4096,
+        jobs: Default::default(),
     };
     Env { dir, settings }
 }
@@ -535,18 +536,191 @@ async fn a_hub_dataset_imports_through_the_hub_api(pool: PgPool) {
     assert_eq!(stored["revision"], "3f5a8c1e9b7d", "the conversion's commit is recorded: {stored}");
 }
 
-#[sqlx::test(migrator = "MIGRATOR")]
-async fn interrupted_imports_are_marked_failed(pool: PgPool) {
-    let id: i64 = sqlx::query_scalar(
-        "INSERT INTO datasets (name, source, format, mapping, progress_at)
-         VALUES ('stuck', '{\"kind\":\"path\",\"path\":\"x\"}', 'jsonl', '{\"schema\":\"prompt\",\"column\":\"prompt\"}', now() - interval '1 hour')
-         RETURNING id",
+/// An import of `rows` prompts from a server file, started with a short lease (so a dead
+/// holder's lease runs out quickly), and left as a killed process leaves it: its task stopped
+/// mid-way (no lease renewed, nothing cleaned up), some batches written, its connections cut.
+/// Returns its id.
+async fn import_left_by_a_dead_process(pool: &PgPool, env: &mut Env, name: &str, rows: usize) -> i64 {
+    // The dying "process" has connections of its own, cut when it dies.
+    let own =
+        sqlx::postgres::PgPoolOptions::new().connect_with((*pool.connect_options()).clone()).await.unwrap();
+    let pool = &own;
+    env.settings.max_row_bytes = 1 << 20;
+    env.settings.jobs.lease = Duration::from_millis(400);
+    let path = env.root().join(format!("{name}.jsonl"));
+    write_jsonl(
+        &path,
+        (0..rows).map(|i| json!({"prompt": format!("Question number {i} about a long topic")})),
     )
-    .fetch_one(&pool)
+    .unwrap();
+    let started = import::start(
+        pool,
+        &http(),
+        &env.settings,
+        import::NewImport {
+            name: name.into(),
+            source: SourceSpec::Path { path: path.display().to_string() },
+            mapping: None,
+            created_by: None,
+        },
+    )
     .await
     .unwrap();
-    assert_eq!(store::fail_interrupted(&pool, 120).await.unwrap(), 1);
-    let s = store::summary(&pool, id).await.unwrap();
-    assert_eq!(s.status, DatasetStatus::Failed);
-    assert!(s.error.unwrap().contains("import the file again"));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let s = store::summary(pool, started.id).await.unwrap();
+        assert_eq!(s.status, DatasetStatus::Importing, "the import ended before its process was stopped");
+        if s.rows_imported > 0 {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    started.job.abort();
+    let _ = started.job.await;
+    own.close().await;
+    started.id
+}
+
+async fn dataset_row(pool: &PgPool, id: i64) -> (DatasetStatus, i64, i64, i32, Option<String>) {
+    let (status, imported, duplicate, claims, error): (DatasetStatus, i64, i64, i32, Option<String>) =
+        sqlx::query_as(
+            "SELECT status, rows_imported, rows_duplicate, claims, error FROM datasets WHERE id = $1",
+        )
+        .bind(id)
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    (status, imported, duplicate, claims, error)
+}
+
+async fn stored_rows(pool: &PgPool, id: i64) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM dataset_rows WHERE dataset_id = $1")
+        .bind(id)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+/// Runs `jobs::run_next` until it takes an import over (or `within` passes).
+async fn take_over(pool: &PgPool, env: &Env, within: Duration) -> Option<(i64, DatasetStatus)> {
+    let (me, stop) = (uuid::Uuid::new_v4(), tokio_util::sync::CancellationToken::new());
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        if let Some(ran) = jobs::run_next(pool, &http(), &env.settings, me, &stop).await.unwrap() {
+            return Some(ran);
+        }
+        if tokio::time::Instant::now() > deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn an_import_whose_process_died_is_taken_over_and_read_again_from_the_start(pool: PgPool) {
+    let mut env = env();
+    let id = import_left_by_a_dead_process(&pool, &mut env, "orphan", 60_000).await;
+    let (status, imported, _, claims, _) = dataset_row(&pool, id).await;
+    assert_eq!((status, claims), (DatasetStatus::Importing, 1));
+    assert!(imported > 0 && imported < 60_000, "half imported when its process died: {imported}");
+
+    assert_eq!(take_over(&pool, &env, Duration::from_secs(30)).await, Some((id, DatasetStatus::Ready)));
+    let (status, imported, duplicate, claims, error) = dataset_row(&pool, id).await;
+    assert_eq!((status, imported, duplicate, claims, error), (DatasetStatus::Ready, 60_000, 0, 2, None));
+    assert_eq!(
+        stored_rows(&pool, id).await,
+        60_000,
+        "every row once: the dead process's rows were not kept twice"
+    );
+    let lease: Option<uuid::Uuid> = sqlx::query_scalar("SELECT lease_owner FROM datasets WHERE id = $1")
+        .bind(id)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(lease, None, "a finished import holds no lease");
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn an_import_whose_source_cannot_be_read_again_is_failed_with_the_reason(pool: PgPool) {
+    let mut env = env();
+    let id = import_left_by_a_dead_process(&pool, &mut env, "gone", 60_000).await;
+    std::fs::remove_file(env.root().join("gone.jsonl")).unwrap();
+    assert_eq!(take_over(&pool, &env, Duration::from_secs(30)).await, Some((id, DatasetStatus::Failed)));
+    let (status, _, _, _, error) = dataset_row(&pool, id).await;
+    assert_eq!(status, DatasetStatus::Failed);
+    let error = error.unwrap();
+    assert!(
+        error.contains("stopped, and its source (server file") && error.contains("Import it again"),
+        "{error}"
+    );
+    assert_eq!(stored_rows(&pool, id).await, 0, "a failed import keeps no rows");
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn an_import_that_keeps_stopping_its_process_is_failed_and_keeps_no_rows(pool: PgPool) {
+    let mut env = env();
+    let id = import_left_by_a_dead_process(&pool, &mut env, "deadly", 60_000).await;
+    // This import has used its last start (it stopped three processes).
+    sqlx::query("UPDATE datasets SET claims = 3 WHERE id = $1").bind(id).execute(&pool).await.unwrap();
+    assert_eq!(take_over(&pool, &env, Duration::from_secs(2)).await, None, "nobody starts it a fourth time");
+    let (status, _, _, _, error) = dataset_row(&pool, id).await;
+    assert_eq!(status, DatasetStatus::Failed, "never left importing");
+    let error = error.unwrap();
+    assert!(
+        error.contains("stopped before it finished, 3 times") && error.contains("Import the file again"),
+        "{error}"
+    );
+    assert_eq!(stored_rows(&pool, id).await, 0);
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn cancel_ends_an_import_whose_process_died_and_removes_its_rows(pool: PgPool) {
+    let mut env = env();
+    let id = import_left_by_a_dead_process(&pool, &mut env, "cancelled", 60_000).await;
+    assert!(stored_rows(&pool, id).await > 0);
+    store::cancel(&pool, id, "tester").await.unwrap();
+    assert_eq!(dataset_row(&pool, id).await.0, DatasetStatus::Cancelled);
+    assert_eq!(stored_rows(&pool, id).await, 0, "the cancel removed the rows nobody else would");
+    assert_eq!(
+        take_over(&pool, &env, Duration::from_secs(1)).await,
+        None,
+        "a cancelled import is not taken over"
+    );
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_stopping_process_hands_its_import_to_the_next_at_once(pool: PgPool) {
+    let mut env = env();
+    let id = import_left_by_a_dead_process(&pool, &mut env, "handed", 60_000).await;
+    // A process takes it over under a lease that would outlast the test, and is stopped
+    // (Ctrl-C) while it reads: it hands the import back, uncounted.
+    env.settings.jobs.lease = Duration::from_secs(600);
+    let stopping = tokio_util::sync::CancellationToken::new();
+    let (pool2, settings, stop) = (pool.clone(), env.settings.clone(), stopping.clone());
+    let handed = tokio::spawn(async move {
+        let me = uuid::Uuid::new_v4();
+        loop {
+            let ran = jobs::run_next(&pool2, &reqwest::Client::new(), &settings, me, &stop).await.unwrap();
+            if ran.is_some() {
+                return ran;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while dataset_row(&pool, id).await.3 < 2 {
+        assert!(tokio::time::Instant::now() < deadline, "nobody took the import over");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    stopping.cancel();
+    assert_eq!(handed.await.unwrap(), Some((id, DatasetStatus::Importing)));
+    let (status, _, _, claims, _) = dataset_row(&pool, id).await;
+    assert_eq!((status, claims), (DatasetStatus::Importing, 1), "handed back; the start did not count");
+    assert_eq!(
+        take_over(&pool, &env, Duration::from_secs(5)).await,
+        Some((id, DatasetStatus::Ready)),
+        "taken at once, not after 600 s"
+    );
+    assert_eq!(stored_rows(&pool, id).await, 60_000);
 }

@@ -15,8 +15,6 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 /// How long shutdown waits for background tasks after the HTTP server has drained.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
-/// An import that has not reported progress for this long is taken to have died with its server.
-const STALE_IMPORT_SECS: i64 = 120;
 /// The demo conversations shipped in the repository.
 const DEMO_DATASET: &str = "demo/conversations.jsonl";
 
@@ -84,10 +82,6 @@ async fn serve(config: Config, no_workers: bool, shutdown: CancellationToken) ->
     let services = Services::with_alert_policy(pool.clone(), config.alert_policy())
         .with_datasets(config.dataset_settings())
         .with_export_roots(config.export_roots.clone());
-    let interrupted = engine::datasets::store::fail_interrupted(&pool, STALE_IMPORT_SECS).await?;
-    if interrupted > 0 {
-        tracing::warn!(interrupted, "imports that stopped with an earlier server were marked failed");
-    }
     let store = session::store(pool.clone());
     let key = session::signing_key(&config)?;
     let state = AppState::new(leptos_config::options(&config), services.clone());
@@ -113,8 +107,9 @@ async fn serve(config: Config, no_workers: bool, shutdown: CancellationToken) ->
         tasks.spawn(run_worker(&config, &services, shutdown.clone()));
     }
     // Export jobs run here as they always did (and in any `draft-studio worker`): this also takes
-    // over or ends the jobs of processes that died.
+    // over or ends the jobs of processes that died. So are imports whose process died.
     tasks.spawn(run_export_jobs(&services, shutdown.clone()));
+    tasks.spawn(run_import_jobs(&config, &services, shutdown.clone()));
 
     let listener = tokio::net::TcpListener::bind(config.bind).await.with_context(|| {
         format!("cannot listen on {} (DS_BIND): is another server already using it?", config.bind)
@@ -163,12 +158,30 @@ fn run_export_jobs(services: &Services, stop: CancellationToken) -> impl std::fu
     )
 }
 
-/// `draft-studio worker`: generation and export jobs, no web UI, until SIGTERM or Ctrl-C.
+/// Imports taken over from processes that died, until `stop` (one in progress is handed back).
+fn run_import_jobs(
+    config: &Config,
+    services: &Services,
+    stop: CancellationToken,
+) -> impl std::future::Future<Output = ()> {
+    engine::datasets::jobs::work(
+        services.pool.clone(),
+        services.http.clone(),
+        config.dataset_settings(),
+        stop,
+    )
+}
+
+/// `draft-studio worker`: generation, export and import jobs, no web UI, until SIGTERM or Ctrl-C.
 async fn worker(config: Config, shutdown: CancellationToken) -> anyhow::Result<()> {
     let pool = open_database(&config).await?;
     let services = Services::new(pool).with_export_roots(config.export_roots.clone());
     println!("Draft Studio worker running; stop it with Ctrl-C or SIGTERM");
-    tokio::join!(run_worker(&config, &services, shutdown.clone()), run_export_jobs(&services, shutdown));
+    tokio::join!(
+        run_worker(&config, &services, shutdown.clone()),
+        run_export_jobs(&services, shutdown.clone()),
+        run_import_jobs(&config, &services, shutdown)
+    );
     tracing::info!("stopped");
     Ok(())
 }

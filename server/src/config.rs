@@ -214,6 +214,7 @@ impl Config {
             upload_limit: self.upload_limit,
             hub_endpoint: self.hf_endpoint.clone(),
             max_row_bytes: engine::datasets::DEFAULT_MAX_ROW_BYTES,
+            jobs: Default::default(),
         }
     }
 

@@ -162,7 +162,7 @@ async fn main() {
     // Baseline: the normalized rows of the JSONL import, loaded by psql \copy into a new dataset.
     let normalized = dir.join("normalized.copy");
     let baseline_id: i64 = sqlx::query_scalar(
-        "INSERT INTO datasets (name, source, format, mapping) VALUES ('bench psql', '{\"kind\":\"path\",\"path\":\"copy\"}', 'jsonl', '{\"schema\":\"sharegpt\",\"column\":\"conversations\"}') RETURNING id",
+        "INSERT INTO datasets (name, status, source, format, mapping) VALUES ('bench psql', 'ready', '{\"kind\":\"path\",\"path\":\"copy\"}', 'jsonl', '{\"schema\":\"sharegpt\",\"column\":\"conversations\"}') RETURNING id",
     )
     .fetch_one(&pool)
     .await

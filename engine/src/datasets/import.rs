@@ -2,15 +2,24 @@
 //! and load each batch through a staging table so duplicates are counted, not stored twice.
 //! Progress is written with every batch; a cancel is seen at the next batch; a failed or
 //! cancelled import loses its rows and never reads as ready.
+//!
+//! The job runs under a lease (`lease`) renewed while it reads, and writes only while it holds
+//! it: the process that accepted the import runs it (`start`); when that process dies, another
+//! takes it over and reads the source again from the start (`resume`, from `jobs`).
 
 use super::{
-    copy, hub, normalize::normalize, preview, reader, sources, store, uploads, DatasetSettings,
-    KEPT_REJECTIONS,
+    copy, hub,
+    lease::{self, Claim, TakenOver},
+    normalize::normalize,
+    preview, reader, sources, store, uploads, DatasetSettings, KEPT_REJECTIONS,
 };
 use crate::{error::OnConstraint, Error, Result};
-use domain::dataset::{Format, Mapping, SourceSpec};
+use domain::dataset::{DatasetStatus, Format, Mapping, SourceSpec};
 use sqlx::{PgConnection, PgPool};
+use std::time::Duration;
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
 
 /// What to import.
 #[derive(Clone, Debug)]
@@ -66,15 +75,18 @@ pub async fn start(
 
     let source_json = serde_json::to_value(new.source.without_secrets()).expect("source serializes");
     let mapping_json = serde_json::to_value(&mapping).expect("mapping serializes");
+    let owner = Uuid::new_v4();
     let id = sqlx::query_scalar!(
-        "INSERT INTO datasets (name, source, format, mapping, created_by, bytes_total)
-         VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+        "INSERT INTO datasets (name, source, format, mapping, created_by, bytes_total, lease_owner, lease_expires_at, claims)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, now() + make_interval(secs => $8), 1) RETURNING id",
         name,
         source_json,
         first.format.as_str(),
         mapping_json,
         new.created_by,
-        first.bytes_total as i64
+        first.bytes_total as i64,
+        owner,
+        settings.jobs.lease.as_secs_f64()
     )
     .fetch_one(pool)
     .await
@@ -87,29 +99,146 @@ pub async fn start(
         pool: pool.clone(),
         http: http.clone(),
         settings: settings.clone(),
+        claim: Claim { id, owner, claims: 1 },
+        halt: CancellationToken::new(),
         id,
         source: new.source,
         mapping,
     };
-    let handle = tokio::spawn(job.run(first));
+    let handle = tokio::spawn(job.carry_out(first, None));
     Ok(Started { id, job: handle })
+}
+
+/// Runs an import taken over from a process that stopped, from the start, in this process;
+/// returns how it ended. Its source is read again from here: when it cannot be (an upload or a
+/// path only the dead process's host had, a private hub dataset, whose token is never stored),
+/// the import fails saying so.
+pub async fn resume(
+    pool: &PgPool,
+    http: &reqwest::Client,
+    settings: &DatasetSettings,
+    taken: TakenOver,
+    stop: Option<&CancellationToken>,
+) -> Result<DatasetStatus> {
+    let claim = taken.claim;
+    let stored = serde_json::from_value::<SourceSpec>(taken.source)
+        .map_err(|e| format!("its stored source is unreadable ({e})"))
+        .and_then(|source| {
+            let mapping = serde_json::from_value::<Mapping>(taken.mapping)
+                .map_err(|e| format!("its stored mapping is unreadable ({e})"))?;
+            Ok((source, mapping))
+        });
+    let (source, mapping) = match stored {
+        Ok(read) => read,
+        Err(why) => {
+            store::fail(
+                pool,
+                &claim,
+                &format!("the process importing this dataset stopped, and {why}; import it again"),
+            )
+            .await?;
+            return store::status(pool, claim.id).await;
+        }
+    };
+    let first = match sources::fetch(settings, http, &source, true).await {
+        Ok(first) => first,
+        Err(e) => {
+            let message = format!(
+                "the process importing this dataset stopped, and its source ({}) cannot be read again from this process: {e}. Import it again",
+                source.describe()
+            );
+            store::fail(pool, &claim, &message).await?;
+            return store::status(pool, claim.id).await;
+        }
+    };
+    let job = Job {
+        pool: pool.clone(),
+        http: http.clone(),
+        settings: settings.clone(),
+        claim,
+        halt: CancellationToken::new(),
+        id: claim.id,
+        source,
+        mapping,
+    };
+    job.carry_out(first, stop).await;
+    store::status(pool, claim.id).await
 }
 
 struct Job {
     pool: PgPool,
     http: reqwest::Client,
     settings: DatasetSettings,
+    claim: Claim,
+    /// Stops the job between batches: its lease is gone, or this process is stopping. (Dropping
+    /// it mid-batch instead would return a connection cut in the middle of a COPY to the pool.)
+    halt: CancellationToken,
     id: i64,
     source: SourceSpec,
     mapping: Mapping,
 }
 
+/// Why an import stopped before its end.
 enum Ended {
     Completed,
     Cancelled,
+    /// Another process holds it now (this one was away longer than the lease).
+    TakenOver,
+    /// Stopped between batches (`halt`); whoever holds the import next starts it again.
+    Halted,
 }
 
 impl Job {
+    /// Runs the import while renewing its lease. When the lease is gone (cancelled, taken
+    /// over) the job stops at its next batch; when this process is stopping (`stop`), it stops
+    /// there too and the import is handed back for another process to take over at once.
+    async fn carry_out(self, first: sources::LocalFiles, stop: Option<&CancellationToken>) {
+        let (pool, claim, lease, halt) =
+            (self.pool.clone(), self.claim, self.settings.jobs.lease, self.halt.clone());
+        let work = self.run(first);
+        tokio::pin!(work);
+        let mut renewal = tokio::time::interval((lease / 3).max(Duration::from_millis(100)));
+        renewal.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        renewal.tick().await;
+        let stopping = async {
+            match stop {
+                Some(stop) => stop.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(stopping);
+        let mut hand_back = false;
+        loop {
+            tokio::select! {
+                () = &mut work => break,
+                _ = renewal.tick(), if !halt.is_cancelled() => match lease::renew(&pool, &claim, lease).await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::info!(dataset = claim.id, "the import was cancelled or taken over; this process stops reading it");
+                        halt.cancel();
+                    }
+                    Err(e) => tracing::warn!(dataset = claim.id, error = %e, "renewing an import's lease failed; retrying"),
+                },
+                () = &mut stopping, if !halt.is_cancelled() => {
+                    hand_back = true;
+                    halt.cancel();
+                }
+            }
+        }
+        if hand_back {
+            match lease::release(&pool, &claim).await {
+                Ok(true) => tracing::info!(
+                    dataset = claim.id,
+                    "import handed back: this process is stopping; another takes it over"
+                ),
+                Ok(false) => {} // it ended meanwhile
+                Err(e) => {
+                    tracing::warn!(dataset = claim.id, error = %e, "handing back an import failed; it is taken over when its lease runs out")
+                }
+            }
+        }
+    }
+
     async fn run(self, first: sources::LocalFiles) {
         let id = self.id;
         let outcome = match self.files(first).await {
@@ -119,9 +248,14 @@ impl Job {
         let result = match outcome {
             Ok(Ended::Completed) => self.finish().await,
             Ok(Ended::Cancelled) => {
-                tracing::info!(dataset = id, "import cancelled");
-                store::discard_rows(&self.pool, id).await
+                tracing::info!(dataset = id, "import cancelled; its rows went with the cancel");
+                Ok(())
             }
+            Ok(Ended::TakenOver) => {
+                tracing::warn!(dataset = id, "another process took this import over; this one stops");
+                Ok(())
+            }
+            Ok(Ended::Halted) => Ok(()),
             Err(e) => {
                 let message = if e.is_internal() {
                     tracing::error!(dataset = id, error = ?e, "import failed");
@@ -130,7 +264,7 @@ impl Job {
                     tracing::info!(dataset = id, error = %e, "import refused");
                     e.to_string()
                 };
-                store::fail(&self.pool, id, &message).await
+                store::fail(&self.pool, &self.claim, &message).await
             }
         };
         if let Err(e) = result {
@@ -181,19 +315,30 @@ impl Job {
         .await?;
         let mut kept = 0i64;
         while let Some(batch) = rx.recv().await {
-            if !self.store_batch(&mut conn, batch, &mut kept).await? {
+            let stored = if self.halt.is_cancelled() {
+                Some(Ended::Halted)
+            } else {
+                self.store_batch(&mut conn, batch, &mut kept).await?
+            };
+            if let Some(ended) = stored {
                 // Dropping the receiver stops the producer at its next batch.
                 drop(rx);
                 let _ = producer.await;
-                return Ok(Ended::Cancelled);
+                return Ok(ended);
             }
         }
         producer.await.map_err(|e| Error::Internal(e.into()))??;
         Ok(Ended::Completed)
     }
 
-    /// One batch in one transaction; `false` when the dataset is no longer importing (cancelled).
-    async fn store_batch(&self, conn: &mut PgConnection, batch: Batch, kept: &mut i64) -> Result<bool> {
+    /// One batch in one transaction; `Some` when this process no longer holds the import (it
+    /// was cancelled or taken over), and the batch was not stored.
+    async fn store_batch(
+        &self,
+        conn: &mut PgConnection,
+        batch: Batch,
+        kept: &mut i64,
+    ) -> Result<Option<Ended>> {
         let mut tx = sqlx::Connection::begin(&mut *conn).await?;
         // No wait for the WAL flush at each batch's commit: a crash can lose only the last
         // batches of an import, and an import a crash interrupts is marked failed on restart
@@ -233,21 +378,30 @@ impl Job {
         let still_importing = sqlx::query_scalar!(
             "UPDATE datasets SET rows_imported = rows_imported + $2, rows_duplicate = rows_duplicate + $3,
                  rows_rejected = rows_rejected + $4, bytes_read = $5, progress_at = now()
-             WHERE id = $1 AND status = 'importing' RETURNING id",
+             WHERE id = $1 AND status = 'importing' AND lease_owner = $6 RETURNING id",
             self.id,
             inserted as i64,
             (batch.rows - inserted) as i64,
             batch.rejected as i64,
-            batch.bytes_read as i64
+            batch.bytes_read as i64,
+            self.claim.owner
         )
         .fetch_optional(&mut *tx)
         .await?;
         if still_importing.is_none() {
             tx.rollback().await?;
-            return Ok(false);
+            return Ok(Some(self.why_not_held().await?));
         }
         tx.commit().await?;
-        Ok(true)
+        Ok(None)
+    }
+
+    /// Why a write this process made as the import's holder was refused.
+    async fn why_not_held(&self) -> Result<Ended> {
+        Ok(match store::status(&self.pool, self.id).await? {
+            DatasetStatus::Cancelled => Ended::Cancelled,
+            _ => Ended::TakenOver,
+        })
     }
 
     async fn finish(&self) -> Result<()> {
@@ -271,13 +425,12 @@ impl Job {
                 }
                 _ => "every record was refused or a duplicate".to_string(),
             };
-            return store::fail(&self.pool, self.id, &format!("no row could be imported: {why}")).await;
+            return store::fail(&self.pool, &self.claim, &format!("no row could be imported: {why}")).await;
         }
         let stats = store::compute_stats(&self.pool, self.id).await?;
-        let ready = store::mark_ready(&self.pool, self.id, &stats).await?;
-        if !ready {
-            // Cancelled between the last batch and now.
-            return store::discard_rows(&self.pool, self.id).await;
+        if !store::mark_ready(&self.pool, &self.claim, &stats).await? {
+            // Cancelled (its rows went with the cancel) or taken over since the last batch.
+            return Ok(());
         }
         if let SourceSpec::Upload { upload_id, .. } = &self.source {
             uploads::remove(&self.settings, upload_id);

@@ -1,12 +1,15 @@
 //! Source datasets: reading JSONL, gzipped JSONL, JSON arrays and Parquet as a stream of
 //! records, detecting and applying the schema mapping, and importing the normalized rows into
-//! PostgreSQL as a cancellable background job.
+//! PostgreSQL as a cancellable background job under a lease (`lease`), taken over by another
+//! process when the one reading it dies (`jobs`).
 
 pub mod copy;
 pub mod detect;
 pub mod format;
 pub mod hub;
 pub mod import;
+pub mod jobs;
+pub mod lease;
 pub mod normalize;
 pub mod preview;
 pub mod reader;
@@ -29,6 +32,8 @@ pub struct DatasetSettings {
     pub hub_endpoint: url::Url,
     /// A record larger than this is refused (and the rest of the file still imports).
     pub max_row_bytes: usize,
+    /// How imports are leased and taken over.
+    pub jobs: jobs::ImportJobs,
 }
 
 impl Default for DatasetSettings {
@@ -39,6 +44,7 @@ impl Default for DatasetSettings {
             upload_limit: 10 << 30,
             hub_endpoint: url::Url::parse("https://huggingface.co").expect("valid URL"),
             max_row_bytes: DEFAULT_MAX_ROW_BYTES,
+            jobs: jobs::ImportJobs::default(),
         }
     }
 }

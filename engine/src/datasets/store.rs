@@ -1,5 +1,6 @@
 //! Reading datasets for the pages, and recording how imports end.
 
+use super::lease::Claim;
 use crate::{Error, Result};
 use domain::dataset::{
     Bucket, DatasetDetail, DatasetRow, DatasetStats, DatasetStatus, DatasetSummary, Mapping, Message,
@@ -12,30 +13,33 @@ use time::OffsetDateTime;
 const TURN_BOUNDS: &[i32] = &[2, 3, 5, 9, 17, 33];
 const PROMPT_BOUNDS: &[i32] = &[100, 300, 1_000, 3_000, 10_000, 30_000];
 
-pub async fn fail(pool: &PgPool, id: i64, message: &str) -> Result<()> {
-    sqlx::query!(
-        "UPDATE datasets SET status = 'failed', error = $2, finished_at = now() WHERE id = $1 AND status = 'importing'",
-        id,
+/// Fails an import this process holds, and removes its rows (its record and rejections stay).
+/// Does nothing when it no longer holds it (cancelled, or taken over by another process).
+pub async fn fail(pool: &PgPool, claim: &Claim, message: &str) -> Result<()> {
+    let failed = sqlx::query!(
+        "UPDATE datasets SET status = 'failed', error = $3, finished_at = now(), lease_owner = NULL, lease_expires_at = NULL
+         WHERE id = $1 AND status = 'importing' AND lease_owner = $2",
+        claim.id,
+        claim.owner,
         message
     )
     .execute(pool)
     .await?;
-    discard_rows(pool, id).await
-}
-
-/// Rows of an import that did not complete are removed (its record and rejections stay).
-pub async fn discard_rows(pool: &PgPool, id: i64) -> Result<()> {
-    sqlx::query!("DELETE FROM dataset_rows WHERE dataset_id = $1", id).execute(pool).await?;
+    if failed.rows_affected() == 1 {
+        sqlx::query!("DELETE FROM dataset_rows WHERE dataset_id = $1", claim.id).execute(pool).await?;
+    }
     Ok(())
 }
 
-/// `false` when the import was cancelled meanwhile.
-pub async fn mark_ready(pool: &PgPool, id: i64, stats: &DatasetStats) -> Result<bool> {
+/// `false` when this process no longer holds the import (cancelled, or taken over).
+pub async fn mark_ready(pool: &PgPool, claim: &Claim, stats: &DatasetStats) -> Result<bool> {
     let stats = serde_json::to_value(stats).expect("stats serialize");
     let updated = sqlx::query!(
-        "UPDATE datasets SET status = 'ready', stats = $2, finished_at = now(), progress_at = now()
-         WHERE id = $1 AND status = 'importing'",
-        id,
+        "UPDATE datasets SET status = 'ready', stats = $3, finished_at = now(), progress_at = now(),
+                lease_owner = NULL, lease_expires_at = NULL
+         WHERE id = $1 AND status = 'importing' AND lease_owner = $2",
+        claim.id,
+        claim.owner,
         stats
     )
     .execute(pool)
@@ -90,41 +94,39 @@ fn histogram(counts: &[i64], bounds: &[i32], first_low: i64) -> Vec<Bucket> {
         .collect()
 }
 
-/// Asks a running import to stop; it removes its rows at its next batch.
+/// Cancels an import and removes its rows, in one transaction: a batch the importing process
+/// writes meanwhile waits for it and is then refused, and the process stops at that batch (one
+/// whose process died is ended all the same).
 pub async fn cancel(pool: &PgPool, id: i64, by: &str) -> Result<()> {
+    let mut tx = pool.begin().await?;
     let updated = sqlx::query!(
-        "UPDATE datasets SET status = 'cancelled', finished_at = now(), error = $2 WHERE id = $1 AND status = 'importing'",
+        "UPDATE datasets SET status = 'cancelled', finished_at = now(), error = $2, lease_owner = NULL, lease_expires_at = NULL
+         WHERE id = $1 AND status = 'importing'",
         id,
         format!("cancelled by {by}")
     )
-    .execute(pool)
+    .execute(&mut *tx)
     .await?
     .rows_affected();
     if updated == 0 {
         let exists =
-            sqlx::query_scalar!("SELECT id FROM datasets WHERE id = $1", id).fetch_optional(pool).await?;
+            sqlx::query_scalar!("SELECT id FROM datasets WHERE id = $1", id).fetch_optional(&mut *tx).await?;
         return match exists {
             None => Err(Error::NotFound("dataset")),
             Some(_) => Err(Error::conflict("the import has already ended; there is nothing to cancel")),
         };
     }
+    sqlx::query!("DELETE FROM dataset_rows WHERE dataset_id = $1", id).execute(&mut *tx).await?;
+    tx.commit().await?;
     Ok(())
 }
 
-/// Imports whose job stopped with its process (no progress for `stale_secs`) are marked failed.
-pub async fn fail_interrupted(pool: &PgPool, stale_secs: i64) -> Result<u64> {
-    let ids = sqlx::query_scalar!(
-        "UPDATE datasets SET status = 'failed', finished_at = now(),
-             error = 'the import stopped when its server stopped; import the file again'
-         WHERE status = 'importing' AND progress_at < now() - make_interval(secs => $1) RETURNING id",
-        stale_secs as f64
-    )
-    .fetch_all(pool)
-    .await?;
-    for id in &ids {
-        discard_rows(pool, *id).await?;
-    }
-    Ok(ids.len() as u64)
+/// A dataset's status as it stands.
+pub async fn status(pool: &PgPool, id: i64) -> Result<DatasetStatus> {
+    sqlx::query_scalar!(r#"SELECT status AS "status: DatasetStatus" FROM datasets WHERE id = $1"#, id)
+        .fetch_optional(pool)
+        .await?
+        .ok_or(Error::NotFound("dataset"))
 }
 
 pub async fn count(pool: &PgPool) -> Result<i64> {
