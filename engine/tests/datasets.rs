@@ -540,10 +540,10 @@ async fn a_hub_dataset_imports_through_the_hub_api(pool: PgPool) {
 /// holder's lease runs out quickly), and left as a killed process leaves it: its task stopped
 /// mid-way (no lease renewed, nothing cleaned up), some batches written, its connections cut.
 /// Returns its id.
-async fn import_left_by_a_dead_process(pool: &PgPool, env: &mut Env, name: &str, rows: usize) -> i64 {
+async fn import_left_by_a_dead_process(main: &PgPool, env: &mut Env, name: &str, rows: usize) -> i64 {
     // The dying "process" has connections of its own, cut when it dies.
-    let own =
-        sqlx::postgres::PgPoolOptions::new().connect_with((*pool.connect_options()).clone()).await.unwrap();
+    let options = (*main.connect_options()).clone().application_name("dying import");
+    let own = sqlx::postgres::PgPoolOptions::new().connect_with(options).await.unwrap();
     let pool = &own;
     env.settings.max_row_bytes = 1 << 20;
     env.settings.jobs.lease = Duration::from_millis(400);
@@ -578,7 +578,16 @@ async fn import_left_by_a_dead_process(pool: &PgPool, env: &mut Env, name: &str,
     }
     started.job.abort();
     let _ = started.job.await;
-    own.close().await;
+    // What a killed process's connections do: they drop, and the server rolls back whatever
+    // transaction they had open (a batch half written).
+    sqlx::query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+         WHERE application_name = 'dying import' AND datname = current_database()",
+    )
+    .execute(main)
+    .await
+    .unwrap();
+    drop(own);
     started.id
 }
 
