@@ -14,7 +14,10 @@
 //!   dips the generation rate.
 //! - `real-vllm-cpu`: calibrated against the real vLLM 0.32 CPU server of
 //!   `shared/tools/real-vllm` (tiny random-weight model, 2 cores, `--max-num-seqs 64`) from its
-//!   own concurrency sweep; see the README's benchmark section for the sweep it was fitted to.
+//!   own concurrency sweep (vllm-sim/README.md, "Profiles"; `tests/profiles.rs` holds the
+//!   profile to it): a step costs 11 ms plus 0.42 ms per running sequence, so the rate rises
+//!   sublinearly (900 tok/s at 16, 1,300 at 32, 1,700 at 64) and stops at 64 running, where
+//!   more requests only wait. Every answer runs to `max_tokens`.
 
 use clap::ValueEnum;
 
@@ -83,9 +86,9 @@ impl Profile {
                 "--per-seq-tokens-per-s",
                 "0",
                 "--step-base-ms",
-                "6.0",
+                "11.05",
                 "--step-ms-per-seq",
-                "0.15",
+                "0.417",
                 "--prefill-tokens-per-s",
                 "50000",
                 "--max-num-batched-tokens",
