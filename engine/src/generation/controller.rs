@@ -222,6 +222,10 @@ pub struct Controller {
     queued_readings: u32,
     /// The running count at the previous reading.
     last_running: f64,
+    /// The most requests seen running over those queued readings: the server's batch. (A
+    /// reading taken just after a wave of completions, before the queue is admitted, shows
+    /// fewer.)
+    batch_seen: f64,
     /// Consecutive ticks with `/metrics` but no generation rate (the first scrape, or scrapes
     /// slower than a tick).
     ticks_without_rate: u32,
@@ -244,6 +248,7 @@ impl Controller {
             ticks: 0,
             queued_readings: 0,
             last_running: 0.0,
+            batch_seen: 0.0,
             ticks_without_rate: 0,
         }
     }
@@ -312,8 +317,9 @@ impl Controller {
         // New requests wait until a step admits them (at a run's start, every one of them), so a
         // queue alone is not a full batch: it must last while the running count stops rising.
         let running_rose = s.running > self.last_running * 1.02 + 0.5;
-        self.queued_readings =
-            if s.waiting > queue_target * 2.0 && !running_rose { self.queued_readings + 1 } else { 0 };
+        let queued = s.waiting > queue_target * 2.0 && !running_rose;
+        self.queued_readings = if queued { self.queued_readings + 1 } else { 0 };
+        self.batch_seen = if queued { self.batch_seen.max(s.running) } else { 0.0 };
         self.last_running = s.running;
         if obs.failures > 0 {
             return (
@@ -349,16 +355,14 @@ impl Controller {
             self.rejudge = None;
             // The batch is full: keep a small queue so it stays full, no more; more would only
             // wait, so probes stay below this for a while.
-            let target = ((s.running + queue_target).round() as u32).min(self.limit);
+            let batch = self.batch_seen.max(s.running);
+            let target = ((batch + (batch / 8.0).max(4.0)).round() as u32).min(self.limit);
             self.ceiling = Some(Ceiling {
                 limit: target,
                 ticks: CEILING_TICKS,
                 why: "only waited in the server's queue",
             });
-            return (
-                target,
-                format!("server batch is full: {:.0} running, {:.0} waiting", s.running, s.waiting),
-            );
+            return (target, format!("server batch is full: {batch:.0} running, {:.0} waiting", s.waiting));
         }
         if let Some(verdict) = self.judge_trial() {
             return verdict;
@@ -623,6 +627,24 @@ mod tests {
         let last = decisions.last().unwrap();
         assert!((68..=80).contains(&last.limit), "{decisions:#?}");
         assert!(decisions.iter().any(|d| d.reason.contains("64 running, 64 waiting")), "{decisions:#?}");
+    }
+
+    #[test]
+    fn a_full_batch_read_just_after_a_wave_of_completions_keeps_the_whole_batch() {
+        // 64 slots: a wave of completions leaves a few empty until the queue is admitted, and
+        // the scrape catches it there. The batch is still 64.
+        let mut c = Controller::new(128, 1, 1024);
+        let mut last = None;
+        for (running, waiting) in [(64.0, 64.0), (64.0, 60.0), (60.0, 40.0), (57.0, 30.0)] {
+            last = Some(c.observe(Observation {
+                outstanding: 128,
+                server: server(running, waiting, 0.1, 0.0),
+                ..Default::default()
+            }));
+        }
+        let d = last.unwrap();
+        assert_eq!(d.limit, 72, "{d:?}");
+        assert!(d.reason.contains("64 running, 30 waiting"), "{d:?}");
     }
 
     #[test]
