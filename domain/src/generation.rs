@@ -98,7 +98,9 @@ pub struct RunSettings {
     /// Tries per sample, the first included.
     #[serde(default = "default_max_attempts")]
     pub max_attempts: u32,
-    /// Ask the server to send a chunk every this many tokens (servers without it ignore it).
+    /// The fewest tokens a streamed chunk carries (servers without `stream_interval` ignore it).
+    /// The engine asks for more, a chunk every few seconds per request, once it knows the
+    /// server's per-request rate (`engine::generation::chunking`).
     #[serde(default = "default_stream_interval")]
     pub stream_interval: u32,
     /// This run's part of a shared endpoint's adaptive capacity against other runs on it:

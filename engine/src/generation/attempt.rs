@@ -3,7 +3,7 @@
 
 use super::{
     availability::Verdict,
-    backoff,
+    backoff, chunking,
     classify::{self, AfterFailure},
     conversation::{self, Turn},
     driver::Slot,
@@ -224,7 +224,11 @@ impl Attempt<'_> {
             // a template ignores the name it does not use.
             chat_template_kwargs: thinking
                 .map(|on| serde_json::json!({ "enable_thinking": on, "thinking": on })),
-            stream_interval: Some(s.stream_interval),
+            stream_interval: Some(chunking::stream_interval(
+                s.stream_interval,
+                s.idle_timeout_secs,
+                self.endpoint.per_request_tps(),
+            )),
             stream: true,
             stream_options: StreamOptions { include_usage: true },
             return_token_ids: true,

@@ -53,6 +53,8 @@ pub(crate) struct View {
     pub shares: HashMap<i64, RunShare>,
     pub load: Option<ServerLoad>,
     pub rates: ServerRates,
+    /// Tokens/s each running request generated at, at the last reading that told.
+    pub per_request_tps: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -187,6 +189,11 @@ impl Endpoint {
         self.view.subscribe()
     }
 
+    /// Tokens/s each of the server's running requests generates at, when known.
+    pub fn per_request_tps(&self) -> Option<f64> {
+        self.view.borrow().per_request_tps
+    }
+
     pub fn first_token(&self, ttft: Duration) {
         self.inner.lock().expect("endpoint state").ttfts.push(ttft.as_secs_f64());
     }
@@ -307,6 +314,11 @@ impl Endpoint {
                 view.down_reason = down_reason;
                 view.load = probe.load.clone();
                 view.rates = rates;
+                if let (Some(load), Some(generation)) = (&probe.load, rates.generation) {
+                    if load.running >= 1.0 {
+                        view.per_request_tps = Some(generation / load.running);
+                    }
+                }
                 if let Some(shares) = shares {
                     view.shares = shares;
                 }

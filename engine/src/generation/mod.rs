@@ -8,7 +8,8 @@
 //!   it serves (`availability`), its capacity and each run's share of it (`capacity`).
 //! - `driver`: one per run and endpoint; keeps the endpoint busy within the run's share.
 //! - `attempt`: one try of one sample, from request to settled state (`write_back` holds a
-//!   finished try while the database is away).
+//!   finished try while the database is away; `chunking` picks how many tokens a streamed
+//!   chunk carries).
 //! - `controller`: the adaptive concurrency rule.
 //! - `runs`: creating, pausing, resuming, cancelling and re-queueing runs.
 
@@ -16,6 +17,7 @@ mod attempt;
 mod availability;
 mod backoff;
 mod capacity;
+mod chunking;
 mod classify;
 mod controller;
 pub mod conversation;
