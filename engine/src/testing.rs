@@ -185,8 +185,8 @@ pub async fn wait_for_status(pool: &PgPool, run_id: i64, status: &str, within: D
         if current == status {
             return;
         }
-        let counts = state_counts(pool, run_id).await;
         if tokio::time::Instant::now() >= deadline {
+            let counts = state_counts(pool, run_id).await;
             type Try = (i64, String, bool, Option<String>, Option<String>);
             let tries: Vec<Try> = sqlx::query_as(
                 "SELECT a.sample_id, a.result, a.counted, a.error_kind, a.error FROM sample_attempts a

@@ -2,7 +2,7 @@
 (asyncio + aiohttp), each prompt sent once, completions kept in memory. The benchmark's baseline
 against a real vLLM server.
 
-    python plain_client.py URL MODEL PROMPTS_JSON CONCURRENCY MAX_TOKENS [--stream [--token-ids]] [--timeout S]
+    python plain_client.py URL MODEL PROMPTS_JSON CONCURRENCY MAX_TOKENS [--stream [--token-ids] [--stream-interval N]] [--timeout S]
 
 `--token-ids` asks for the token ids as Draft Studio does (`return_token_ids`), so the request
 is the engine's own and what the server spends on it is told apart from what the client spends.
@@ -49,6 +49,7 @@ async def main():
     parser.add_argument("max_tokens", type=int)
     parser.add_argument("--stream", action="store_true")
     parser.add_argument("--token-ids", action="store_true")
+    parser.add_argument("--stream-interval", type=int, default=16)
     parser.add_argument("--timeout", type=float, default=3600.0)
     args = parser.parse_args()
     prompts = json.load(open(args.prompts))
@@ -65,7 +66,7 @@ async def main():
                     "max_tokens": args.max_tokens,
                 }
                 if args.stream:
-                    body.update(stream=True, stream_options={"include_usage": True}, stream_interval=16)
+                    body.update(stream=True, stream_options={"include_usage": True}, stream_interval=args.stream_interval)
                 if args.token_ids:
                     body.update(return_token_ids=True)
                 return await one(session, url, body, args.stream, args.timeout)
