@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks the engine against the real vLLM server of ../shared/tools/real-vllm (CPU, tiny
 # random-weight model, reasoning parser), not part of CI (it installs about 7 GB once and takes
-# about 25 minutes):
+# about an hour on a 2-core machine: three rounds of ten clients):
 #  1. generation beside a sweep of the plain Python client, failing unless the targets hold:
 #     adaptive concurrency at least 0.98× the best fixed limit of the sweep, fixed 64 at least the
 #     plain client at 64, nothing lost;

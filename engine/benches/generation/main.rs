@@ -22,7 +22,7 @@
 //! Knobs: `BENCH_SERVERS` (`real,seed,flat`), `BENCH_ROUNDS` (2 for the simulators; the table
 //! shows each client's median round), `BENCH_REAL_ROUNDS` (3), `BENCH_REAL_PROMPTS` (512),
 //! `BENCH_REAL_PLAIN` (the plain clients on the real server: `64` whole answers, `64s` streamed,
-//! `64i` streamed with token ids as Draft Studio asks; default `16,64,128,256,64s,64i`),
+//! `64i` streamed with token ids, a chunk every 16 tokens; default `64,128,256,64i`),
 //! `BENCH_SEED_PROMPTS` (1000), `BENCH_FLAT_PROMPTS` (2000), `BENCH_COST` (1: part 2),
 //! `BENCH_CHECK` (1: exit non-zero unless every server meets the targets: adaptive ≥ 0.98× the
 //! best fixed limit, nothing lost, and on the real server fixed 64 ≥ the plain client at 64).
@@ -82,8 +82,9 @@ enum Shape {
     Whole,
     /// Streamed with `stream_interval` 16, as Draft Studio streams.
     Streamed,
-    /// Streamed with the token ids as well: Draft Studio's own request, so that what the server
-    /// spends on the request is told apart from what the client spends.
+    /// Streamed with the token ids as well, as Draft Studio asks (at interval 16, where Draft
+    /// Studio asks for a chunk every few seconds), so that what the server spends on the
+    /// request is told apart from what the client spends.
     StreamedWithIds,
 }
 
@@ -111,7 +112,7 @@ impl Client {
                 Shape::Whole => format!("plain Python, {concurrency} at once, whole answers"),
                 Shape::Streamed => format!("plain Python, {concurrency} at once, streamed (interval 16)"),
                 Shape::StreamedWithIds => {
-                    format!("plain Python, {concurrency} at once, streamed with token ids (Draft Studio's request)")
+                    format!("plain Python, {concurrency} at once, streamed with token ids (interval 16)")
                 }
             },
             Client::Plain(Plain::TimedOut { concurrency, timeout_secs }) => {
@@ -191,15 +192,14 @@ fn server(name: &str) -> Option<Server> {
             };
             let model = std::env::var("BENCH_REAL_VLLM_MODEL").unwrap_or_else(|_| "tiny".into());
             let prompts = (0..env_or("BENCH_REAL_PROMPTS", 512)).map(short_prompt).collect();
-            let plain = env_list("BENCH_REAL_PLAIN", plain_client).unwrap_or_else(|| {
-                ["16", "64", "128", "256", "64s", "64i"].into_iter().map(plain_client).collect()
-            });
+            let plain = env_list("BENCH_REAL_PLAIN", plain_client)
+                .unwrap_or_else(|| ["64", "128", "256", "64i"].into_iter().map(plain_client).collect());
             Some(Server {
                 name: "real vLLM 0.32 (CPU, tiny random model, --max-num-seqs 64)",
                 kind: ServerKind::Real { url, model },
                 prompts,
                 max_tokens: 512,
-                fixed: engine_sweep(&[16, 32, 64, 96, 128, 256]),
+                fixed: engine_sweep(&[32, 64, 96, 128, 256]),
                 plain,
                 adaptive: Concurrency::Adaptive { min: 4, max: 512 },
                 rounds: env_or("BENCH_REAL_ROUNDS", 3),
@@ -354,7 +354,7 @@ fn paired_ratio(a: &[Outcome], b: &[Outcome]) -> f64 {
     let mut ratios: Vec<f64> = a.iter().zip(b).map(|(a, b)| a.useful_tps / b.useful_tps).collect();
     ratios.sort_by(f64::total_cmp);
     let mid = ratios.len() / 2;
-    if ratios.len() % 2 == 0 {
+    if ratios.len().is_multiple_of(2) {
         (ratios[mid - 1] + ratios[mid]) / 2.0
     } else {
         ratios[mid]
