@@ -175,6 +175,18 @@ pub fn start_worker(pool: &PgPool) -> (CancellationToken, tokio::task::JoinHandl
 }
 
 pub async fn wait_for_status(pool: &PgPool, run_id: i64, status: &str, within: Duration) {
+    wait_for_status_every(pool, run_id, status, within, Duration::from_millis(100)).await
+}
+
+/// `wait_for_status`, asking every `poll` (a benchmark polls slowly, so as not to take CPU from
+/// a server on the same machine).
+pub async fn wait_for_status_every(
+    pool: &PgPool,
+    run_id: i64,
+    status: &str,
+    within: Duration,
+    poll: Duration,
+) {
     let deadline = tokio::time::Instant::now() + within;
     loop {
         let current: String = sqlx::query_scalar("SELECT status::text FROM runs WHERE id = $1")
@@ -198,7 +210,7 @@ pub async fn wait_for_status(pool: &PgPool, run_id: i64, status: &str, within: D
             .unwrap_or_default();
             panic!("run {run_id} is {current}, not {status}, after {within:?}: {counts:?}; latest tries: {tries:#?}");
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(poll).await;
     }
 }
 

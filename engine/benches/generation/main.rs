@@ -434,7 +434,15 @@ async fn engine_run(
     let worker = Worker::new(pool.clone(), http_client(), Arc::new(EngineMetrics::default()), options);
     let started = epoch_now();
     let handle = tokio::spawn(worker.run(stop.clone()));
-    wait_until_completed(pool, run).await;
+    // Twice a second: the figures come from the samples' own times.
+    testing::wait_for_status_every(
+        pool,
+        run,
+        "completed",
+        Duration::from_secs(7200),
+        Duration::from_millis(500),
+    )
+    .await;
     stop.cancel();
     handle.await.unwrap().unwrap();
     let (useful, lost, total, last): (i64, i64, i64, f64) = sqlx::query_as(
@@ -478,27 +486,6 @@ async fn engine_run(
         useful_tps: useful as f64 / ((last - first) * scale),
         limit: adaptive.then(|| format!("{}: {}", limit.0, limit.1)),
         details,
-    }
-}
-
-/// Waits for the run to complete, asking twice a second: the figures come from the samples'
-/// own times, and a faster poll would only take CPU from a server on the same machine.
-async fn wait_until_completed(pool: &PgPool, run: i64) {
-    let deadline = Instant::now() + Duration::from_secs(7200);
-    loop {
-        let status: String = sqlx::query_scalar("SELECT status::text FROM runs WHERE id = $1")
-            .bind(run)
-            .fetch_one(pool)
-            .await
-            .unwrap();
-        if status == "completed" {
-            return;
-        }
-        if Instant::now() > deadline {
-            // The test helper's wait reports the run's state and its latest tries.
-            testing::wait_for_status(pool, run, "completed", Duration::ZERO).await;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
 
