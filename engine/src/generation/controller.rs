@@ -19,8 +19,16 @@
 //!   half again as large every half a minute, judged the same way. (Steps of an eighth judged
 //!   by 5% cannot work: on a server whose rate rises sublinearly they gain 2–4%, inside the
 //!   noise of a reading.)
-//! - **Readings after an increase** are left out until the server holds its requests (they take
-//!   a tick or two to be sent and admitted), and one more; a judged step is judged on the last
+//! - **Halving.** A limit that a larger one did not improve on may itself be larger than the
+//!   rate needs: the limit a new endpoint starts at is a guess, and a probe can be kept on a
+//!   noisy reading. Past what the rate needs a bigger batch only makes each request slower and
+//!   the run's tail longer (on a server flat past 25 running, a run at 64 ends 2% later than at
+//!   32), so the controller halves it and keeps the half while the rate holds within 3%, undoing
+//!   it otherwise. A halving, like a doubling, is a step whose effect stands out of the noise;
+//!   a limit a doubling paid from, or a halving cost, is not tried again.
+//! - **Readings after a change** are left out until the server holds the new limit (an
+//!   increase's requests take a tick or two to be sent and admitted; a decrease takes effect as
+//!   the requests over it finish), and one more; a judged step is judged on the last
 //!   three of its five readings: a wave of prefill dips the generation rate for a while on any
 //!   server, and judged during it every increase would look like a loss.
 //! - **A full batch** (requests waiting on three readings in a row while the running count no
@@ -84,6 +92,8 @@ const KEPT_READINGS: usize = 8;
 const MOST_SKIPPED: u32 = 10;
 /// Ticks to hold after a decrease before growing again.
 const HOLD_TICKS: u32 = 3;
+/// A halving is kept when the rate under it is at least this share of the rate before.
+const TRIM_HOLDS: f64 = 0.97;
 /// Ticks between probes for more once slow start has ended.
 const PROBE_EVERY: u32 = 30;
 /// Ticks before a limit that did not pay may be tried again.
@@ -118,7 +128,37 @@ struct Trial {
 struct Ceiling {
     limit: u32,
     ticks: u32,
-    why: &'static str,
+    cause: Cause,
+}
+
+/// Why growing past a ceiling does not pay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cause {
+    /// A larger limit did not raise the server's generation rate: the rate is flat from here
+    /// up, so a smaller limit may hold it as well (the trim tries one).
+    Flat,
+    /// The KV cache filled until the scheduler preempted.
+    Preempted,
+    /// More requests only waited in the server's queue.
+    Queued,
+}
+
+impl Cause {
+    fn why(self) -> &'static str {
+        match self {
+            Cause::Flat => "did not raise the server's generation rate",
+            Cause::Preempted => "filled the KV cache until it preempted",
+            Cause::Queued => "only waited in the server's queue",
+        }
+    }
+}
+
+/// A halving of a limit that a larger one did not improve on, from `from`, made while the
+/// server generated `before` tokens/s.
+#[derive(Clone, Copy, Debug)]
+struct Trim {
+    from: u32,
+    before: f64,
 }
 
 /// The readings of the server's generation rate under the current limit.
@@ -138,6 +178,12 @@ enum Skip {
     /// `left` more, then the next: after an increase, its requests take a tick or two to be
     /// sent and admitted, and their prefill to end.
     Arrival {
+        requests: f64,
+        left: u32,
+    },
+    /// Readings until the server holds no more than this many requests, at most `left` more,
+    /// then the next: a decrease takes effect only as the requests over it finish.
+    Departure {
         requests: f64,
         left: u32,
     },
@@ -165,6 +211,14 @@ impl RateReadings {
                 };
                 return;
             }
+            Skip::Departure { requests, left } => {
+                self.skip = if present <= requests || left == 0 {
+                    Skip::Next
+                } else {
+                    Skip::Departure { requests, left: left - 1 }
+                };
+                return;
+            }
         }
         if self.values.len() == KEPT_READINGS {
             self.values.pop_front();
@@ -172,13 +226,16 @@ impl RateReadings {
         self.values.push_back(tps);
     }
 
-    /// The limit changed to `limit`: earlier readings say nothing about it. After an increase,
-    /// readings wait for its requests to arrive.
-    fn restart(&mut self, increased_to: Option<u32>) {
+    /// The limit changed from `from` to `to`: earlier readings say nothing about it. Readings
+    /// wait for the server to hold the new limit: after an increase, for its requests to
+    /// arrive; after a decrease, for the requests over it to finish.
+    fn restart(&mut self, from: u32, to: u32) {
         self.values.clear();
-        self.skip = match increased_to {
-            Some(limit) => Skip::Arrival { requests: f64::from(limit) * 0.9, left: MOST_SKIPPED },
-            None => Skip::Next,
+        let requests = f64::from(to);
+        self.skip = if to > from {
+            Skip::Arrival { requests: requests * 0.9, left: MOST_SKIPPED }
+        } else {
+            Skip::Departure { requests: requests * 1.1, left: MOST_SKIPPED }
         };
     }
 
@@ -214,6 +271,11 @@ pub struct Controller {
     rejudge: Option<u32>,
     /// A limit that growing past did not pay, and the ticks until it may be tried again.
     ceiling: Option<Ceiling>,
+    /// The halving being judged.
+    trim: Option<Trim>,
+    /// The largest limit known to generate less than a larger one (a doubling from it paid, or
+    /// a halving to it cost): the trim never goes down to it.
+    known_worse: u32,
     /// Ticks since the last increase (for the probes once slow start has ended).
     since_growth: u32,
     /// Ticks observed so far.
@@ -244,6 +306,8 @@ impl Controller {
             trial: None,
             rejudge: None,
             ceiling: None,
+            trim: None,
+            known_worse: 0,
             since_growth: 0,
             ticks: 0,
             queued_readings: 0,
@@ -270,7 +334,8 @@ impl Controller {
         let limit = limit.clamp(self.min, self.max);
         if limit != self.limit {
             self.trial = None;
-            self.rates.restart(None);
+            self.trim = None;
+            self.rates.restart(self.limit, limit);
         }
         self.limit = limit;
     }
@@ -295,7 +360,7 @@ impl Controller {
             self.since_growth = 0;
         }
         if changed {
-            self.rates.restart((target > self.limit).then_some(target));
+            self.rates.restart(self.limit, target);
         }
         self.limit = target;
         Decision { limit: target, reason, changed }
@@ -322,6 +387,7 @@ impl Controller {
         self.batch_seen = if queued { self.batch_seen.max(s.running) } else { 0.0 };
         self.last_running = s.running;
         if obs.failures > 0 {
+            self.trim = None;
             return (
                 self.decrease(0.8),
                 format!("{} timeouts or server errors in the last second", obs.failures),
@@ -333,12 +399,10 @@ impl Controller {
         // requests outstanding are within the new limit before judging again.
         if s.new_preemptions > 0.0 && s.kv_usage >= 0.9 && self.hold == 0 && obs.outstanding <= self.limit {
             self.growth = Growth::Probing;
+            self.trim = None;
             let below_running = (s.running * 0.9).floor() as u32;
-            self.ceiling = Some(Ceiling {
-                limit: below_running.max(1),
-                ticks: CEILING_TICKS,
-                why: "filled the KV cache until it preempted",
-            });
+            self.ceiling =
+                Some(Ceiling { limit: below_running.max(1), ticks: CEILING_TICKS, cause: Cause::Preempted });
             return (
                 below_running.min(self.decrease(0.9)),
                 format!(
@@ -352,19 +416,19 @@ impl Controller {
         if self.queued_readings >= FULL_BATCH_READINGS {
             self.growth = Growth::Probing;
             self.trial = None;
+            self.trim = None;
             self.rejudge = None;
             // The batch is full: keep a small queue so it stays full, no more; more would only
             // wait, so probes stay below this for a while.
             let batch = self.batch_seen.max(s.running);
             let target = ((batch + (batch / 8.0).max(4.0)).round() as u32).min(self.limit);
-            self.ceiling = Some(Ceiling {
-                limit: target,
-                ticks: CEILING_TICKS,
-                why: "only waited in the server's queue",
-            });
+            self.ceiling = Some(Ceiling { limit: target, ticks: CEILING_TICKS, cause: Cause::Queued });
             return (target, format!("server batch is full: {batch:.0} running, {:.0} waiting", s.waiting));
         }
         if let Some(verdict) = self.judge_trial() {
+            return verdict;
+        }
+        if let Some(verdict) = self.judge_trim() {
             return verdict;
         }
         let room = self.saturated(obs.outstanding) && s.waiting <= queue_target && s.kv_usage < 0.95;
@@ -372,11 +436,35 @@ impl Controller {
             return (self.limit, "steady".to_string());
         }
         if let Some(ceiling) = self.ceiling.filter(|c| self.limit >= c.limit) {
+            // A larger limit did not raise the rate: the limit may be larger than the rate
+            // needs (it started there, or a probe was kept on a noisy reading), and past what
+            // the rate needs a bigger batch only makes each request slower and the run's tail
+            // longer. Half of it is tried, unless a smaller limit is known to generate less,
+            // against a full set of readings of this one (a halving that holds the rate is
+            // judged within 3%).
+            let half = self.limit / 2;
+            if ceiling.cause == Cause::Flat
+                && half > self.known_worse
+                && half >= self.min
+                && self.rates.count() >= KEPT_READINGS
+            {
+                let before = self.rates.mean().expect("enough readings");
+                self.trim = Some(Trim { from: self.limit, before });
+                return (
+                    half,
+                    format!(
+                        "halved from {}: a larger limit did not raise the server's generation rate, so a smaller one may hold it",
+                        self.limit
+                    ),
+                );
+            }
             return (
                 self.limit,
                 format!(
                     "steady: more than {} {} (next try in {} ticks)",
-                    ceiling.limit, ceiling.why, ceiling.ticks
+                    ceiling.limit,
+                    ceiling.cause.why(),
+                    ceiling.ticks
                 ),
             );
         }
@@ -441,6 +529,7 @@ impl Controller {
                 return judging();
             };
             if first >= trial.before * CLEAR_GAIN {
+                self.known_worse = self.known_worse.max(trial.from);
                 return None; // slow start goes on
             }
             // Less than a clear gain on one reading: read this limit for longer.
@@ -455,10 +544,12 @@ impl Controller {
         let after = self.rates.mean_of_last(JUDGED_TAIL).expect("enough readings");
         let gain = after / trial.before;
         if gain >= CLEAR_GAIN && self.growth == Growth::SlowStart {
+            self.known_worse = self.known_worse.max(trial.from);
             return None; // a slow reading, not a flattening rate: slow start goes on
         }
         self.growth = Growth::Probing;
         if gain >= WORTH_GROWING && (gain >= MARGINAL_GAIN || trial.before_readings >= BEFORE_READINGS) {
+            self.known_worse = self.known_worse.max(trial.from);
             return None;
         }
         if gain >= WORTH_GROWING {
@@ -474,11 +565,7 @@ impl Controller {
                 ),
             ));
         }
-        self.ceiling = Some(Ceiling {
-            limit: trial.from,
-            ticks: CEILING_TICKS,
-            why: "did not raise the server's generation rate",
-        });
+        self.ceiling = Some(Ceiling { limit: trial.from, ticks: CEILING_TICKS, cause: Cause::Flat });
         Some((
             trial.from,
             format!(
@@ -488,7 +575,35 @@ impl Controller {
         ))
     }
 
+    /// Follows the last halving: keeps it (`None`, with the ceiling brought down to it) when
+    /// the server's rate held, undoes it when the rate fell.
+    fn judge_trim(&mut self) -> Option<(u32, String)> {
+        let trim = self.trim.take()?;
+        if self.rates.count() < JUDGED_READINGS {
+            self.trim = Some(trim);
+            return Some((
+                self.limit,
+                format!("judging {} against {} by the server's generation rate", self.limit, trim.from),
+            ));
+        }
+        let after = self.rates.mean_of_last(JUDGED_TAIL).expect("enough readings");
+        if after >= trim.before * TRIM_HOLDS {
+            // Growing past this limit (to where it came from) did not raise the rate either.
+            self.ceiling = Some(Ceiling { limit: self.limit, ticks: CEILING_TICKS, cause: Cause::Flat });
+            return None;
+        }
+        self.known_worse = self.known_worse.max(self.limit);
+        Some((
+            trim.from,
+            format!(
+                "{} lowered the server's generation rate below {}'s ({:.0} → {:.0} tokens/s)",
+                self.limit, trim.from, trim.before, after
+            ),
+        ))
+    }
+
     fn without_server(&mut self, obs: Observation) -> (u32, String) {
+        self.trim = None;
         if obs.failures > 0 {
             return (
                 self.decrease(0.8),
@@ -597,6 +712,44 @@ mod tests {
     }
 
     #[test]
+    fn a_start_above_a_flat_rates_knee_is_halved_while_the_rate_holds() {
+        // Starting at 64 on a server flat past 25: 128 does not raise the rate, neither does
+        // 64 over 32 (kept), while 16 lowers it (undone).
+        let decisions = run_against(200, 120, 64, knee(25.0), &[1.0]);
+        let changes: Vec<(u32, &str)> =
+            decisions.iter().filter(|d| d.changed).map(|d| (d.limit, d.reason.as_str())).collect();
+        assert_eq!(changes.iter().map(|c| c.0).collect::<Vec<_>>()[..4], [128, 64, 32, 16], "{changes:#?}");
+        assert!(changes[2].1.contains("halved from 64"), "{changes:#?}");
+        assert!(
+            changes[4].1.contains("16 lowered the server's generation rate below 32's (1500 → 960 tokens/s)"),
+            "{changes:#?}"
+        );
+        assert_eq!(decisions.last().unwrap().limit, 32, "{changes:#?}");
+        let settled_by = decisions.iter().rposition(|d| d.changed && d.limit != 48).unwrap();
+        assert!(settled_by < 45, "settled on tick {settled_by}: {changes:#?}");
+        // A cost once known is not paid again: no second halving below 32.
+        assert_eq!(changes.iter().filter(|c| c.0 == 16).count(), 1, "{changes:#?}");
+    }
+
+    #[test]
+    fn a_halving_that_lowers_a_sublinear_rate_is_undone_once() {
+        // The GPU-like server, flat from 64 running up (its KV cache, say): 128 does not raise
+        // the rate over 64; 32 lowers it by a third and is undone, and not tried again.
+        let decisions = run_against(1024, 200, 64, |n| affine(n.min(64.0)), &[1.0]);
+        let halvings: Vec<&Decision> = decisions.iter().filter(|d| d.reason.starts_with("halved")).collect();
+        assert_eq!(halvings.len(), 1, "{decisions:#?}");
+        assert!(
+            decisions
+                .iter()
+                .any(|d| d.reason.starts_with("32 lowered the server's generation rate below 64's")),
+            "{decisions:#?}"
+        );
+        assert_eq!(decisions.last().unwrap().limit, 64, "{decisions:#?}");
+        let at_32 = decisions.iter().filter(|d| d.limit == 32).count();
+        assert!(at_32 <= 8, "{at_32} ticks at 32: {decisions:#?}");
+    }
+
+    #[test]
     fn a_sublinear_rate_keeps_growing_until_the_batch_is_full() {
         // The affine server with 256 batch slots: the rate still rises at 200.
         let decisions = run_against(256, 200, 16, affine, &[1.0]);
@@ -615,6 +768,8 @@ mod tests {
             let kept_past_knee = flat.iter().filter(|d| d.limit > 48).count();
             assert!(kept_past_knee <= 30, "jitter {jitter:?}: {flat:#?}");
             assert!(flat.last().unwrap().limit <= 48, "jitter {jitter:?}: {:?}", flat.last());
+            let from_above = run_against(200, 300, 64, knee(25.0), &jitter);
+            assert!(from_above.last().unwrap().limit <= 48, "jitter {jitter:?}: {from_above:#?}");
             let rising = run_against(256, 300, 16, affine, &jitter);
             assert!(rising.last().unwrap().limit >= 256, "jitter {jitter:?}: {rising:#?}");
         }
