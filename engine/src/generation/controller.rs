@@ -174,19 +174,29 @@ enum Skip {
     None,
     /// The next reading: the first after a change covers the old limit (or the start-up).
     Next,
-    /// Readings until the server holds this many requests (running and waiting), at most
-    /// `left` more, then the next: after an increase, its requests take a tick or two to be
-    /// sent and admitted, and their prefill to end.
-    Arrival {
-        requests: f64,
+    /// Readings until the server holds the new limit, at most `left` more, then the next:
+    /// after an increase, its requests take a tick or two to be sent and admitted, and their
+    /// prefill to end; a decrease takes effect only as the requests over it finish.
+    Settling {
+        until: Held,
         left: u32,
     },
-    /// Readings until the server holds no more than this many requests, at most `left` more,
-    /// then the next: a decrease takes effect only as the requests over it finish.
-    Departure {
-        requests: f64,
-        left: u32,
-    },
+}
+
+/// The requests (running and waiting) a server holds once a new limit has taken effect.
+#[derive(Clone, Copy, Debug)]
+enum Held {
+    AtLeast(f64),
+    AtMost(f64),
+}
+
+impl Held {
+    fn by(self, present: f64) -> bool {
+        match self {
+            Held::AtLeast(requests) => present >= requests,
+            Held::AtMost(requests) => present <= requests,
+        }
+    }
 }
 
 impl RateReadings {
@@ -203,19 +213,11 @@ impl RateReadings {
                 self.skip = Skip::None;
                 return;
             }
-            Skip::Arrival { requests, left } => {
-                self.skip = if present >= requests || left == 0 {
+            Skip::Settling { until, left } => {
+                self.skip = if until.by(present) || left == 0 {
                     Skip::Next
                 } else {
-                    Skip::Arrival { requests, left: left - 1 }
-                };
-                return;
-            }
-            Skip::Departure { requests, left } => {
-                self.skip = if present <= requests || left == 0 {
-                    Skip::Next
-                } else {
-                    Skip::Departure { requests, left: left - 1 }
+                    Skip::Settling { until, left: left - 1 }
                 };
                 return;
             }
@@ -232,11 +234,8 @@ impl RateReadings {
     fn restart(&mut self, from: u32, to: u32) {
         self.values.clear();
         let requests = f64::from(to);
-        self.skip = if to > from {
-            Skip::Arrival { requests: requests * 0.9, left: MOST_SKIPPED }
-        } else {
-            Skip::Departure { requests: requests * 1.1, left: MOST_SKIPPED }
-        };
+        let until = if to > from { Held::AtLeast(requests * 0.9) } else { Held::AtMost(requests * 1.1) };
+        self.skip = Skip::Settling { until, left: MOST_SKIPPED };
     }
 
     fn count(&self) -> usize {
