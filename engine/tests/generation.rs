@@ -704,6 +704,50 @@ async fn a_fixed_limit_keeps_the_server_full_while_samples_wait(pool: sqlx::PgPo
     assert_eq!(unsent, 0, "samples claimed ahead were all sent, none recorded as abandoned");
 }
 
+/// vLLM renders every metric it has on each `/metrics` request, in the API process that also
+/// streams the answers: a run at a fixed limit reads it every few ticks (its live view and
+/// chunk size need no more), an adaptive run every tick (its controller judges each reading).
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn the_server_is_scraped_every_tick_only_for_an_adaptive_limit(pool: sqlx::PgPool) {
+    let mut config = fast_sim();
+    config.time_scale = 1.0;
+    config.engine.per_seq_tokens_per_s = 50.0; // answers of about a second: the run lasts
+    let sim = sim(config).await;
+    let by = user(&pool).await;
+    let endpoint = endpoint(&pool, &sim, by).await;
+    let mut scrapes = Vec::new();
+    for concurrency in [Concurrency::Fixed { limit: 8 }, Concurrency::Adaptive { min: 2, max: 64 }] {
+        let dataset = dataset(&pool, 2000).await;
+        let mut s = settings(vec![endpoint]);
+        s.concurrency = concurrency;
+        let run = create_run(&pool, dataset, s, by).await;
+        let before = sim.stats().metrics_scrapes;
+        let (stop, worker) = start_worker(&pool);
+        // 20 ticks of 200 ms.
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        stop.cancel();
+        worker.await.unwrap().unwrap();
+        scrapes.push(sim.stats().metrics_scrapes - before);
+        let seconds = count(&pool, "SELECT count(*) FROM run_metrics WHERE run_id = $1", run).await;
+        let with_load = count(
+            &pool,
+            "SELECT count(*) FROM run_metrics WHERE run_id = $1 AND server_running IS NOT NULL
+                 AND server_generation_tps IS NOT NULL",
+            run,
+        )
+        .await;
+        // The first second may pass before two readings give a rate; the rest carry one.
+        assert!(
+            seconds >= 3 && with_load >= seconds - 1,
+            "{with_load} of {seconds} seconds show the server's load"
+        );
+        runs::control(&pool, run, Control::Cancel).await.unwrap();
+    }
+    let (fixed, adaptive) = (scrapes[0], scrapes[1]);
+    assert!((3..=6).contains(&fixed), "a fixed limit scraped {fixed} times in 20 ticks");
+    assert!(adaptive >= 17, "an adaptive limit scraped {adaptive} times in 20 ticks");
+}
+
 #[sqlx::test(migrator = "MIGRATOR")]
 async fn only_samples_being_worked_on_keep_their_leases(pool: sqlx::PgPool) {
     use engine::generation::queue;

@@ -22,6 +22,7 @@ pub(crate) struct SimCounters {
     pub unavailable_chat_answers: AtomicU64,
     /// Requests and streams failed while the engine was failing everything.
     pub engine_failures: AtomicU64,
+    pub metrics_scrapes: AtomicU64,
 }
 
 impl SimCounters {
@@ -52,6 +53,9 @@ pub struct SimStats {
     pub unavailable_chat_answers: u64,
     /// Requests and streams failed while the engine failed everything.
     pub engine_failures: u64,
+    /// `GET /metrics` requests answered.
+    #[serde(default)]
+    pub metrics_scrapes: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,6 +100,7 @@ impl SimStats {
             unavailable_answers: read(&counters.unavailable_answers),
             unavailable_chat_answers: read(&counters.unavailable_chat_answers),
             engine_failures: read(&counters.engine_failures),
+            metrics_scrapes: read(&counters.metrics_scrapes),
         }
     }
 }

@@ -23,7 +23,7 @@ use sqlx::PgPool;
 use std::{
     collections::HashMap,
     sync::{
-        atomic::{AtomicU32, Ordering},
+        atomic::{AtomicBool, AtomicU32, Ordering},
         Arc, Mutex,
     },
     time::Duration,
@@ -39,6 +39,12 @@ use uuid::Uuid;
 /// the surplus, and the full-batch rule brings the limit down within three readings. Later
 /// runs start from the limit the last one left.
 pub const ADAPTIVE_START: u32 = 64;
+
+/// Ticks between two scrapes of `/metrics` while no adaptive controller reads the server: the
+/// live view and the chunk size need no more. vLLM renders every metric it has (about 50 KB,
+/// 9 ms of its API process on the real CPU server) on each scrape; where the server shares the
+/// CPU with its model, as on a CPU server, that time comes out of generation.
+const SLOW_SCRAPE_TICKS: u32 = 5;
 
 /// How long a failure waits for evidence before the server is probed for it.
 const VERDICT_PATIENCE: Duration = Duration::from_secs(2);
@@ -272,11 +278,19 @@ impl Endpoint {
     async fn watch(self: Arc<Self>, process: Process, stop: CancellationToken) {
         let (probe_tx, probe_rx) = watch::channel(Probe::default());
         let monitor_stop = stop.child_token();
-        tokio::spawn(monitor(self.client.clone(), process.tick, probe_tx, monitor_stop.clone()));
+        let every_tick = Arc::new(AtomicBool::new(true));
+        tokio::spawn(monitor(
+            self.client.clone(),
+            process.tick,
+            every_tick.clone(),
+            probe_tx,
+            monitor_stop.clone(),
+        ));
         let mut tick = tokio::time::interval(process.tick);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut controller: Option<Controller> = None;
         let mut previous_load: Option<ServerLoad> = None;
+        let mut rates = ServerRates::default();
         let mut probing: Option<tokio::task::JoinHandle<Result<(), String>>> = None;
         let mut recorded_health: Option<bool> = None;
         loop {
@@ -286,12 +300,19 @@ impl Endpoint {
             }
             let probe = probe_rx.borrow().clone();
             self.follow_health(&probe, &mut probing);
-            let rates = ServerRates::between(probe.load.as_ref(), previous_load.as_ref());
+            // A scrape read again (between two slow scrapes) keeps the rates it gave.
+            let read_again = matches!((&probe.load, &previous_load), (Some(l), Some(p)) if l.at == p.at);
+            if !read_again {
+                rates = ServerRates::between(probe.load.as_ref(), previous_load.as_ref());
+            }
             let shares = match self
                 .revise_capacity(&process, &mut controller, &probe, previous_load.as_ref(), rates)
                 .await
             {
-                Ok(shares) => Some(shares),
+                Ok(shares) => {
+                    every_tick.store(controller.is_some(), Ordering::Relaxed);
+                    Some(shares)
+                }
                 Err(e) => {
                     tracing::warn!(endpoint = %self.name, error = %e, "revising the endpoint's capacity failed; keeping the current shares");
                     None
@@ -641,16 +662,35 @@ struct Probe {
     scraped: bool,
 }
 
-/// Scrapes `/metrics` and asks `/health` once per tick, off the endpoint's own loop.
-async fn monitor(client: VllmClient, every: Duration, probe: watch::Sender<Probe>, stop: CancellationToken) {
+/// Asks `/health` once per tick, off the endpoint's own loop: it is how an outage is seen.
+/// Scrapes `/metrics` with it while `every_tick` is set (an adaptive controller reads the server
+/// each tick), otherwise every [`SLOW_SCRAPE_TICKS`] ticks.
+async fn monitor(
+    client: VllmClient,
+    every: Duration,
+    every_tick: Arc<AtomicBool>,
+    probe: watch::Sender<Probe>,
+    stop: CancellationToken,
+) {
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut load: Option<ServerLoad> = None;
+    let mut since_scrape = SLOW_SCRAPE_TICKS;
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = tick.tick() => {}
         }
-        let (load, health) = tokio::join!(client.load(), client.health());
-        let _ = probe.send(Probe { load: load.ok().flatten(), health_error: health.err(), scraped: true });
+        let scrape = every_tick.load(Ordering::Relaxed) || since_scrape >= SLOW_SCRAPE_TICKS;
+        let health = if scrape {
+            since_scrape = 1;
+            let (scraped, health) = tokio::join!(client.load(), client.health());
+            load = scraped.ok().flatten();
+            health
+        } else {
+            since_scrape += 1;
+            client.health().await
+        };
+        let _ = probe.send(Probe { load: load.clone(), health_error: health.err(), scraped: true });
     }
 }
