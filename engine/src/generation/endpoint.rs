@@ -300,13 +300,17 @@ impl Endpoint {
             }
             let probe = probe_rx.borrow().clone();
             self.follow_health(&probe, &mut probing);
-            // A scrape read again (between two slow scrapes) keeps the rates it gave.
+            // A scrape read again (between two slow scrapes) keeps the rates it gave for the
+            // live view; the controller is given no rate for it, as one reading is judged once.
             let read_again = matches!((&probe.load, &previous_load), (Some(l), Some(p)) if l.at == p.at);
-            if !read_again {
+            let fresh = if read_again {
+                ServerRates::default()
+            } else {
                 rates = ServerRates::between(probe.load.as_ref(), previous_load.as_ref());
-            }
+                rates
+            };
             let shares = match self
-                .revise_capacity(&process, &mut controller, &probe, previous_load.as_ref(), rates)
+                .revise_capacity(&process, &mut controller, &probe, previous_load.as_ref(), fresh)
                 .await
             {
                 Ok(shares) => {
