@@ -207,18 +207,37 @@ impl Job {
             }
         };
         tokio::pin!(stopping);
+        // The renewal is a future of its own, polled beside the work, never awaited in a
+        // `select!` arm: a batch's transaction holds the import's row from its counter update
+        // to its commit, and a renewal awaited there (the work not polled) would wait on that
+        // row for ever.
+        let renewing = async {
+            loop {
+                renewal.tick().await;
+                if halt.is_cancelled() {
+                    return std::future::pending::<()>().await;
+                }
+                match lease::renew(&pool, &claim, lease).await {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        tracing::info!(
+                            dataset = claim.id,
+                            "the import was cancelled or taken over; this process stops reading it"
+                        );
+                        halt.cancel();
+                    }
+                    Err(e) => {
+                        tracing::warn!(dataset = claim.id, error = %e, "renewing an import's lease failed; retrying")
+                    }
+                }
+            }
+        };
+        tokio::pin!(renewing);
         let mut hand_back = false;
         loop {
             tokio::select! {
                 () = &mut work => break,
-                _ = renewal.tick(), if !halt.is_cancelled() => match lease::renew(&pool, &claim, lease).await {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        tracing::info!(dataset = claim.id, "the import was cancelled or taken over; this process stops reading it");
-                        halt.cancel();
-                    }
-                    Err(e) => tracing::warn!(dataset = claim.id, error = %e, "renewing an import's lease failed; retrying"),
-                },
+                () = &mut renewing => {}
                 () = &mut stopping, if !halt.is_cancelled() => {
                     hand_back = true;
                     halt.cancel();
