@@ -405,6 +405,45 @@ async fn the_list_filters_searches_counts_and_pages_by_key(pool: sqlx::PgPool) {
         1,
         "the prompt is searched"
     );
+    // The conversation ends with the answer: it is indexed once, not again from its column.
+    let positions: Vec<i16> = sqlx::query_scalar(
+        "SELECT cardinality(t.positions)::smallint FROM samples s, unnest(s.search) t
+         WHERE s.id = $1 AND t.lexeme = 'mitochondria'",
+    )
+    .bind(ids[0])
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(positions, [1], "the answer's words are indexed once");
+    // A failed try keeps no conversation, only what had arrived: that is searched instead.
+    sqlx::query("UPDATE samples SET messages = NULL, reasoning = 'cut off midway' WHERE id = $1")
+        .bind(ids[26])
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        count(SampleFilter { q: Some("midway".into()), ..base.clone() }).await,
+        1,
+        "a failed try's partial reasoning is searched"
+    );
+    // A conversation whose vector would pass PostgreSQL's 1 MB tsvector limit (120,000 distinct
+    // words of prompt) is still stored, and searched by its answer.
+    sqlx::query(
+        "UPDATE samples SET content = 'an aardvark answer', messages = jsonb_build_array(
+             jsonb_build_object('role', 'user', 'content',
+                 (SELECT string_agg('w' || g, ' ') FROM generate_series(1, 120000) g)),
+             jsonb_build_object('role', 'assistant', 'content', 'an aardvark answer'))
+         WHERE id = $1",
+    )
+    .bind(ids[1])
+    .execute(&pool)
+    .await
+    .expect("a long conversation is stored");
+    assert_eq!(
+        count(SampleFilter { q: Some("aardvark".into()), ..base.clone() }).await,
+        1,
+        "a long conversation is searched by its answer"
+    );
     assert_eq!(count(SampleFilter { outcome: Some(SampleState::Truncated), ..base.clone() }).await, 1);
     assert_eq!(count(SampleFilter { finish_reason: Some("-".into()), ..base.clone() }).await, 1);
     assert_eq!(count(SampleFilter { flag: Some("reasoning_only".into()), ..base.clone() }).await, 1);
