@@ -3,6 +3,10 @@
 # ../shared/tools/real-vllm (installed once, about 7 GB, then served on REAL_VLLM_PORT) and two
 # simulator profiles. Not part of CI: it takes about an hour. Extra arguments are passed to
 # cargo bench; BENCH_* variables choose servers and rounds (see engine/benches/generation).
+# REAL_VLLM_SERVER_CPUS (a core list such as `1` or `2-7`) serves vLLM on those cores alone and
+# runs the clients, the benchmark and PostgreSQL on the others, as when the server has a host of
+# its own; unset, everything shares every core and each client's own CPU comes out of the
+# server's generation rate.
 #   usage: scripts/bench-generation.sh
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -14,9 +18,18 @@ if [[ ",${BENCH_SERVERS:-real,seed,flat}," == *,real,* ]]; then
   venv=$HOME/.cache/real-vllm/venv model=$HOME/.cache/real-vllm/tiny-model port=${REAL_VLLM_PORT:-8011}
   say "installing the real vLLM server (once, about 7 GB)"
   bash "$tools/setup.sh" "$venv" "$model" >/dev/null
-  say "starting vLLM on 127.0.0.1:$port"
-  pid=$(bash "$tools/serve.sh" "$venv" "$model" "$port")
-  trap 'kill -- -$pid 2>/dev/null || kill $pid 2>/dev/null' EXIT
+  pin_server=()
+  if [ -n "${REAL_VLLM_SERVER_CPUS:-}" ]; then
+    client_cpus=$(other_cpus "$REAL_VLLM_SERVER_CPUS")
+    [ -n "$client_cpus" ] || die "REAL_VLLM_SERVER_CPUS=$REAL_VLLM_SERVER_CPUS leaves no core for the clients"
+    # vLLM binds its OpenMP threads itself; its API process keeps the affinity it starts with.
+    export VLLM_CPU_OMP_THREADS_BIND=$REAL_VLLM_SERVER_CPUS
+    pin_server=(taskset -c "$REAL_VLLM_SERVER_CPUS")
+    pin_postgres "$client_cpus"
+  fi
+  say "starting vLLM on 127.0.0.1:$port${REAL_VLLM_SERVER_CPUS:+ (cores $REAL_VLLM_SERVER_CPUS; clients and PostgreSQL on $client_cpus)}"
+  pid=$("${pin_server[@]}" bash "$tools/serve.sh" "$venv" "$model" "$port")
+  trap 'kill -- -$pid 2>/dev/null || kill $pid 2>/dev/null; unpin_postgres' EXIT
   export BENCH_REAL_VLLM_URL=http://127.0.0.1:$port BENCH_PLAIN_PYTHON=$venv/bin/python
 fi
 # The dev profile already optimises dependencies and the simulator (Cargo.toml); the project's own
@@ -26,7 +39,10 @@ opt=(--config profile.dev.package.engine.opt-level=3 --config profile.dev.packag
 say "building the simulator and the benchmark"
 # Built with the server, as `cargo xtask build` does, so the dependencies are the ones already built.
 cargo build --locked -p server --bin draft-studio -p vllm-sim --bin vllm-sim
-cargo bench --locked --profile dev "${opt[@]}" -p engine --bench generation "$@"
+cargo bench --locked --profile dev "${opt[@]}" -p engine --bench generation --no-run
+pin_clients=()
+[ -n "${client_cpus:-}" ] && pin_clients=(taskset -c "$client_cpus")
+"${pin_clients[@]}" cargo bench --locked --profile dev "${opt[@]}" -p engine --bench generation "$@"
 if [ -n "${REAL_VLLM_EXPORT_PROMPTS:-}" ] && [ -n "${BENCH_REAL_VLLM_URL:-}" ]; then
   say "checking a pre-tokenized export against the server's own token ids"
   REAL_VLLM_URL=$BENCH_REAL_VLLM_URL REAL_VLLM_MODEL_DIR=$model \

@@ -122,3 +122,32 @@ start_local_cluster() {
   fi
   PG_SERVER_URL=postgres://postgres@127.0.0.1:$port
 }
+
+# The cores of this machine outside a core list such as `1` or `2-7,9`, as a comma list.
+other_cpus() {
+  local taken=() part i out=()
+  IFS=, read -ra parts <<< "$1"
+  for part in "${parts[@]}"; do
+    [[ $part =~ ^[0-9]+(-[0-9]+)?$ ]] || die "not a core list: $1 (write it like 1 or 2-7,9)"
+    for ((i = ${part%-*}; i <= ${part#*-}; i++)); do taken[i]=1; done
+  done
+  for ((i = 0; i < $(nproc); i++)); do [ -n "${taken[i]:-}" ] || out+=("$i"); done
+  (IFS=,; echo "${out[*]}")
+}
+
+# Moves the PostgreSQL server at PG_SERVER_URL (its postmaster and every process it has started;
+# later backends inherit) onto a core list; `unpin_postgres` gives it every core back.
+pin_postgres() {
+  local dir
+  dir=$(psql -tA "$PG_SERVER_URL/postgres" -c "SHOW data_directory") \
+    || die "could not ask PostgreSQL for its data directory"
+  PG_POSTMASTER=$(head -n1 "$dir/postmaster.pid" 2>/dev/null) \
+    || die "cannot read $dir/postmaster.pid to pin PostgreSQL (run as its owner or root)"
+  for p in "$PG_POSTMASTER" $(pgrep -P "$PG_POSTMASTER"); do as_root taskset -a -p -c "$1" "$p" >/dev/null; done
+}
+unpin_postgres() {
+  [ -n "${PG_POSTMASTER:-}" ] || return 0
+  for p in "$PG_POSTMASTER" $(pgrep -P "$PG_POSTMASTER"); do
+    as_root taskset -a -p -c "0-$(( $(nproc) - 1 ))" "$p" >/dev/null || true
+  done
+}

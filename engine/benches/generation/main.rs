@@ -245,6 +245,12 @@ async fn measure(pool: &PgPool, by: i64, server: &Server) -> Vec<String> {
         server.max_tokens,
         server.rounds
     );
+    // Set by scripts/bench-generation.sh, which pins the processes.
+    if let (ServerKind::Real { .. }, Ok(cores)) = (&server.kind, std::env::var("REAL_VLLM_SERVER_CPUS")) {
+        println!(
+            "The server ran on core(s) {cores} alone; the clients, this benchmark and PostgreSQL on the others.\n"
+        );
+    }
     // Each round runs every client once; the order turns by one client a round, so no client
     // always runs first (after an idle server) or always after the same neighbour. On a shared
     // machine the same client moves by up to 30% between rounds, so ratios are taken within a
