@@ -750,6 +750,40 @@ async fn the_server_is_scraped_every_tick_only_for_an_adaptive_limit(pool: sqlx:
     assert!(adaptive >= 17, "an adaptive limit scraped {adaptive} times in 20 ticks");
 }
 
+/// Every streamed chunk costs the server's API process; the engine asks for a chunk every few
+/// seconds per request once it knows how fast requests generate, and its own streams tell that
+/// from the first requests' second chunks, long before two scrapes of `/metrics` would.
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn only_the_first_requests_stream_small_chunks(pool: sqlx::PgPool) {
+    let mut config = fast_sim();
+    config.time_scale = 1.0;
+    config.engine.per_seq_tokens_per_s = 100.0;
+    // Answers of about half a second: ten waves of four in five seconds.
+    config.lengths.median_completion_tokens = 50;
+    config.lengths.completion_sigma = 0.2;
+    config.lengths.completion_cap = 100;
+    let sim = sim(config).await;
+    let by = user(&pool).await;
+    let endpoint = endpoint(&pool, &sim, by).await;
+    let mut s = settings(vec![endpoint]);
+    s.concurrency = Concurrency::Fixed { limit: 4 };
+    s.idle_timeout_secs = 120; // the default: long chunks keep a request seen alive
+    let floor = s.stream_interval;
+    let run = create_run(&pool, dataset(&pool, 40).await, s, by).await;
+    let (stop, worker) = start_worker(&pool);
+    wait_for_status(&pool, run, "completed", Duration::from_secs(60)).await;
+    stop.cancel();
+    worker.await.unwrap().unwrap();
+    let intervals = sim.stats().stream_intervals;
+    let small = intervals.get(&floor).copied().unwrap_or(0);
+    // 100 tokens/s a request: a chunk every few seconds is the longest interval the engine
+    // asks for (256 tokens, `chunking::LONGEST_INTERVAL`).
+    let large = intervals.get(&256).copied().unwrap_or(0);
+    assert_eq!(intervals.values().sum::<u64>(), 40, "{intervals:?}");
+    assert!(small <= 5, "only the first wave (4) streams at the run's {floor} tokens a chunk: {intervals:?}");
+    assert!(large >= 35, "the rest at 256 tokens a chunk: {intervals:?}");
+}
+
 #[sqlx::test(migrator = "MIGRATOR")]
 async fn only_samples_being_worked_on_keep_their_leases(pool: sqlx::PgPool) {
     use engine::generation::queue;

@@ -4,7 +4,9 @@
 use crate::engine::FinishReason;
 use crate::metrics::Metrics;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 /// Events that vLLM has no metric for.
 #[derive(Debug, Default)]
@@ -23,11 +25,17 @@ pub(crate) struct SimCounters {
     /// Requests and streams failed while the engine was failing everything.
     pub engine_failures: AtomicU64,
     pub metrics_scrapes: AtomicU64,
+    /// Streamed requests by the tokens per chunk they streamed at.
+    pub stream_intervals: Mutex<BTreeMap<u32, u64>>,
 }
 
 impl SimCounters {
     pub fn bump(counter: &AtomicU64) {
         counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn streaming(&self, interval: u32) {
+        *self.stream_intervals.lock().expect("stream interval counts").entry(interval).or_default() += 1;
     }
 }
 
@@ -56,6 +64,10 @@ pub struct SimStats {
     /// `GET /metrics` requests answered.
     #[serde(default)]
     pub metrics_scrapes: u64,
+    /// Streamed requests by the tokens per chunk they streamed at (`stream_interval`, 1 when
+    /// the request asked for none or the server ignores it).
+    #[serde(default)]
+    pub stream_intervals: BTreeMap<u32, u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -101,6 +113,7 @@ impl SimStats {
             unavailable_chat_answers: read(&counters.unavailable_chat_answers),
             engine_failures: read(&counters.engine_failures),
             metrics_scrapes: read(&counters.metrics_scrapes),
+            stream_intervals: counters.stream_intervals.lock().expect("stream interval counts").clone(),
         }
     }
 }

@@ -139,7 +139,7 @@ impl Attempt<'_> {
                     let held = self.release(sample, Duration::ZERO, record).await?;
                     return Ok((if held { TryResult::Interrupted } else { TryResult::LeaseLost }, usage.completion));
                 }
-                result = self.endpoint.client.chat_observed(&request, call, |ttft| self.endpoint.first_token(ttft)) => result,
+                result = self.endpoint.client.chat_observed(&request, call, |p| self.endpoint.progress(p)) => result,
             };
             match result {
                 Ok(completion) => {

@@ -11,10 +11,18 @@
 //!
 //! The engine needs chunks for two things only: to see that a request is alive (the idle
 //! timeout) and to count tokens as they come. So it asks for a chunk every few seconds per
-//! request, from the rate each request generates at (the server's generation rate over its
-//! running requests): never fewer tokens than the run's `stream_interval`, never more than
-//! [`LONGEST_INTERVAL`], and never so many that a chunk would come less than
-//! [`CHUNKS_PER_IDLE_TIMEOUT`] times in an idle timeout should the rate fall by half.
+//! request, from the rate each request generates at: never fewer tokens than the run's
+//! `stream_interval`, never more than [`LONGEST_INTERVAL`], and never so many that a chunk
+//! would come less than [`CHUNKS_PER_IDLE_TIMEOUT`] times in an idle timeout should the rate
+//! fall by half.
+//!
+//! The rate comes from the endpoint's own streams ([`Pace`]: known from the second chunk of
+//! the first requests), or else from the server's `/metrics` (its generation rate over its
+//! running requests). `/metrics` alone gave the first rate only after two scrapes, 5–10 s into
+//! a run at a fixed limit: on the real vLLM CPU server that was a third of a 512-prompt run's
+//! requests sent at the run's 16 tokens a chunk, and a plain client streaming every 16 tokens
+//! ran at 0.84× one waiting for whole answers there (README, "Generation against three
+//! servers").
 
 /// Seconds of generation one chunk covers when the per-request rate is known.
 const SECONDS_PER_CHUNK: f64 = 4.0;
@@ -22,6 +30,30 @@ const SECONDS_PER_CHUNK: f64 = 4.0;
 const CHUNKS_PER_IDLE_TIMEOUT: f64 = 8.0;
 /// The most tokens asked for per chunk.
 pub const LONGEST_INTERVAL: u32 = 256;
+
+/// Tokens/s one request generates at, as the chunks of an endpoint's streams tell it: each
+/// chunk adds its tokens and the time since the same request's previous chunk, to sums that
+/// forget (by [`Pace::KEEP`] per chunk) so the last few dozen chunks decide.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Pace {
+    tokens: f64,
+    seconds: f64,
+}
+
+impl Pace {
+    /// The weight a chunk keeps at each later one: about the last 64 chunks count.
+    const KEEP: f64 = 1.0 - 1.0 / 64.0;
+
+    pub fn observe(&mut self, tokens: u32, after: std::time::Duration) {
+        self.tokens = self.tokens * Self::KEEP + f64::from(tokens);
+        self.seconds = self.seconds * Self::KEEP + after.as_secs_f64();
+    }
+
+    /// None before any chunk (or while chunks came at once, as a burst read together).
+    pub fn per_request_tps(&self) -> Option<f64> {
+        (self.seconds > 1e-3).then(|| self.tokens / self.seconds)
+    }
+}
 
 /// The interval to ask for: `floor` (the run's setting) unless the per-request rate is known,
 /// otherwise a chunk every few seconds, rounded down to a power of two.
@@ -43,6 +75,26 @@ pub fn stream_interval(floor: u32, idle_timeout_secs: u32, per_request_tps: Opti
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_pace_is_the_tokens_of_recent_chunks_over_their_time() {
+        use std::time::Duration;
+        let mut pace = Pace::default();
+        assert_eq!(pace.per_request_tps(), None);
+        pace.observe(16, Duration::ZERO);
+        assert_eq!(pace.per_request_tps(), None, "no time has passed yet");
+        for _ in 0..10 {
+            pace.observe(16, Duration::from_millis(160));
+        }
+        let tps = pace.per_request_tps().unwrap();
+        assert!((tps - 100.0).abs() < 11.0, "{tps}");
+        // The server slows to 20 tokens/s: within a few hundred chunks the pace follows.
+        for _ in 0..400 {
+            pace.observe(16, Duration::from_millis(800));
+        }
+        let tps = pace.per_request_tps().unwrap();
+        assert!((tps - 20.0).abs() < 0.5, "{tps}");
+    }
 
     #[test]
     fn without_a_rate_the_runs_own_interval() {

@@ -11,11 +11,12 @@
 use super::{
     availability::{blame, Availability, Blame, Sent, Ticket, Verdict},
     capacity::{self, Claim},
+    chunking::Pace,
     controller::{Controller, Observation, ServerSignals},
 };
 use crate::{
     endpoints::EndpointTarget,
-    vllm::{Failure, ServerLoad, VllmClient},
+    vllm::{Failure, Progress, ServerLoad, VllmClient},
     Result,
 };
 use domain::generation::{Concurrency, RunSettings};
@@ -119,6 +120,8 @@ struct Inner {
     failures: u32,
     /// Times to first token since the last tick.
     ttfts: Vec<f64>,
+    /// How fast requests generate, from the chunks of this endpoint's streams.
+    pace: Pace,
 }
 
 pub(crate) struct Endpoint {
@@ -195,13 +198,20 @@ impl Endpoint {
         self.view.subscribe()
     }
 
-    /// Tokens/s each of the server's running requests generates at, when known.
+    /// Tokens/s each of the server's running requests generates at, when known: as this
+    /// process's streams see it, or else from the server's `/metrics`.
     pub fn per_request_tps(&self) -> Option<f64> {
-        self.view.borrow().per_request_tps
+        let own = self.inner.lock().expect("endpoint state").pace.per_request_tps();
+        own.or_else(|| self.view.borrow().per_request_tps)
     }
 
-    pub fn first_token(&self, ttft: Duration) {
-        self.inner.lock().expect("endpoint state").ttfts.push(ttft.as_secs_f64());
+    /// A stream to this endpoint told how it goes.
+    pub fn progress(&self, progress: Progress) {
+        let mut inner = self.inner.lock().expect("endpoint state");
+        match progress {
+            Progress::FirstToken(ttft) => inner.ttfts.push(ttft.as_secs_f64()),
+            Progress::Tokens { tokens, after } => inner.pace.observe(tokens, after),
+        }
     }
 
     /// A request is being sent: its place in the order, for `served`.

@@ -152,14 +152,26 @@ impl Limits {
     }
 }
 
+/// What a stream tells while it arrives, for whoever follows the server's pace.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Progress {
+    /// The first token came this long after the request was sent.
+    FirstToken(Duration),
+    /// A chunk brought `tokens` tokens (by their ids), `after` the previous chunk with ids of
+    /// the same request: the rate the request generates at, without its wait for the first.
+    Tokens { tokens: u32, after: Duration },
+}
+
 /// Reads an SSE chat-completion stream to its end. Dropping the future drops the connection,
 /// which makes vLLM abort the request.
 pub(crate) async fn read_stream(
     response: reqwest::Response,
     limits: Limits,
-    mut on_first_token: impl FnMut(Duration),
+    mut on_progress: impl FnMut(Progress),
 ) -> Result<Completion, Failure> {
     let mut events = response.bytes_stream().eventsource();
+    // When the last chunk carrying token ids arrived: the pace is told from the chunks after it.
+    let mut last_ids_at: Option<Instant> = None;
     let mut partial = Partial::default();
     let mut finish_reason: Option<String> = None;
     let mut done = false;
@@ -205,7 +217,15 @@ pub(crate) async fn read_stream(
         }
         for choice in &chunk.choices {
             match &choice.token_ids {
-                Some(ids) => completion_ids.extend_from_slice(ids),
+                Some(ids) => {
+                    completion_ids.extend_from_slice(ids);
+                    if !ids.is_empty() {
+                        let now = Instant::now();
+                        if let Some(previous) = last_ids_at.replace(now) {
+                            on_progress(Progress::Tokens { tokens: ids.len() as u32, after: now - previous });
+                        }
+                    }
+                }
                 // A chunk that carries text but no ids: the record would have a gap.
                 None if choice.delta.reasoning_text().is_some_and(|t| !t.is_empty())
                     || choice.delta.content_text().is_some_and(|t| !t.is_empty()) =>
@@ -219,7 +239,7 @@ pub(crate) async fn read_stream(
             if partial.ttft.is_none() && !(reasoning.is_empty() && content.is_empty()) {
                 let ttft = limits.started.elapsed();
                 partial.ttft = Some(ttft);
-                on_first_token(ttft);
+                on_progress(Progress::FirstToken(ttft));
             }
             partial.reasoning.push_str(reasoning);
             partial.content.push_str(content);

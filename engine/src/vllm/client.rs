@@ -1,5 +1,5 @@
 use super::{
-    chat::{read_stream, Completion, Failure, FailureKind, Limits, Partial},
+    chat::{read_stream, Completion, Failure, FailureKind, Limits, Partial, Progress},
     error_body::error_message,
     load::ServerLoad,
     wire::{ChatRequest, ModelList},
@@ -67,13 +67,14 @@ impl VllmClient {
         self.chat_observed(request, call, |_| {}).await
     }
 
-    /// Like `chat`, calling `on_first_token` with the time to first token as soon as it arrives
-    /// (the concurrency controller needs it before long generations end).
+    /// Like `chat`, calling `on_progress` as the stream arrives: the time to first token (the
+    /// concurrency controller needs it before long generations end) and each later chunk's
+    /// tokens (the chunk size follows the pace).
     pub async fn chat_observed(
         &self,
         request: &ChatRequest,
         call: ChatCall,
-        on_first_token: impl FnMut(Duration),
+        on_progress: impl FnMut(Progress),
     ) -> Result<Completion, Failure> {
         let started = Instant::now();
         let limits =
@@ -101,7 +102,7 @@ impl VllmClient {
                 Partial::default(),
             ));
         }
-        read_stream(response, limits, on_first_token).await
+        read_stream(response, limits, on_progress).await
     }
 
     /// `GET /v1/models`.

@@ -40,7 +40,10 @@ pub(super) async fn create(
         return ApiError::internal(INJECTED_FAILURE).render(legacy);
     }
     match job.stream {
-        Some(settings) => stream::respond(app, connection, job, settings),
+        Some(settings) => {
+            app.counters.streaming(settings.interval);
+            stream::respond(app, connection, job, settings)
+        }
         None => whole::respond(&app, &connection, job).await.unwrap_or_else(|error| error.render(legacy)),
     }
 }
