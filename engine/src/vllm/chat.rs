@@ -236,7 +236,13 @@ pub(crate) async fn read_stream(
             }
             let reasoning = choice.delta.reasoning_text().unwrap_or("");
             let content = choice.delta.content_text().unwrap_or("");
-            if partial.ttft.is_none() && !(reasoning.is_empty() && content.is_empty()) {
+            // The first token is the first chunk with text or token ids: a token whose text is
+            // not whole yet (a piece of a UTF-8 character) comes with its id and no text, and
+            // its text only with the next chunk, a whole `stream_interval` later (the real vLLM
+            // server sent 11 of 60 first tokens so).
+            let carries_token = !(reasoning.is_empty() && content.is_empty())
+                || choice.token_ids.as_ref().is_some_and(|ids| !ids.is_empty());
+            if partial.ttft.is_none() && carries_token {
                 let ttft = limits.started.elapsed();
                 partial.ttft = Some(ttft);
                 on_progress(Progress::FirstToken(ttft));

@@ -227,4 +227,77 @@ mod tests {
         assert!(VllmClient::new(http.clone(), "gpu:8000", None).unwrap_err().contains("http://"));
         assert!(VllmClient::new(http, "not a url", None).is_err());
     }
+
+    /// A stream as the real vLLM 0.32 server sends it with `return_token_ids` and a reasoning
+    /// parser, whose first token is a piece of a character: its id comes at once, its text only
+    /// with the next chunk, here 400 ms later.
+    async fn serve_stream() -> String {
+        use futures::StreamExt;
+        const EVENTS: [(u64, &str); 6] = [
+            (
+                0,
+                r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}],"prompt_token_ids":[1,339,86]}"#,
+            ),
+            (0, r#"{"choices":[{"index":0,"delta":{"reasoning":""},"token_ids":[106]}]}"#),
+            (400, r#"{"choices":[{"index":0,"delta":{"reasoning":"é and"},"token_ids":[5,6]}]}"#),
+            (
+                100,
+                r#"{"choices":[{"index":0,"delta":{"content":" so"},"finish_reason":"length","token_ids":[7]}]}"#,
+            ),
+            (0, r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}"#),
+            (0, "[DONE]"),
+        ];
+        let respond = || async {
+            let events = futures::stream::iter(EVENTS).then(|(wait, data)| async move {
+                tokio::time::sleep(Duration::from_millis(wait)).await;
+                Ok::<_, std::convert::Infallible>(format!("data: {data}\n\n"))
+            });
+            axum::response::Response::builder()
+                .header(header::CONTENT_TYPE, "text/event-stream")
+                .body(axum::body::Body::from_stream(events))
+                .unwrap()
+        };
+        let app = axum::Router::new().route("/v1/chat/completions", axum::routing::post(respond));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        format!("http://{address}")
+    }
+
+    #[tokio::test]
+    async fn the_first_token_is_its_id_and_the_pace_is_told_by_later_chunks() {
+        let client = VllmClient::new(http_client(), &serve_stream().await, None).unwrap();
+        let request = ChatRequest {
+            model: "tiny".into(),
+            messages: vec![crate::vllm::ChatMessage { role: "user".into(), content: "hi".into() }],
+            max_tokens: 4,
+            temperature: None,
+            top_p: None,
+            seed: None,
+            chat_template_kwargs: None,
+            stream_interval: Some(256),
+            stream: true,
+            stream_options: crate::vllm::StreamOptions { include_usage: true },
+            return_token_ids: true,
+        };
+        let call = ChatCall { idle_timeout: Duration::from_secs(5), deadline: None };
+        let mut told = Vec::new();
+        let completion = client.chat_observed(&request, call, |p| told.push(p)).await.unwrap();
+        let ttft = completion.ttft.unwrap();
+        assert!(
+            ttft < Duration::from_millis(300),
+            "the first token is timed by its id, not by its text 400 ms later: {ttft:?}"
+        );
+        assert_eq!(told[0], Progress::FirstToken(ttft));
+        let paces: Vec<(u32, bool)> = told[1..]
+            .iter()
+            .map(|p| match p {
+                Progress::Tokens { tokens, after } => (*tokens, *after >= Duration::from_millis(350)),
+                Progress::FirstToken(_) => panic!("one first token: {told:?}"),
+            })
+            .collect();
+        assert_eq!(paces, [(2, true), (1, false)], "{told:?}");
+        assert_eq!(completion.reasoning, "é and");
+        assert_eq!(completion.tokens.unwrap().completion, [106, 5, 6, 7]);
+    }
 }
