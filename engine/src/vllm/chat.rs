@@ -216,36 +216,30 @@ pub(crate) async fn read_stream(
             prompt_ids = Some(ids);
         }
         for choice in &chunk.choices {
-            match &choice.token_ids {
-                Some(ids) => {
-                    completion_ids.extend_from_slice(ids);
-                    if !ids.is_empty() {
-                        let now = Instant::now();
-                        if let Some(previous) = last_ids_at.replace(now) {
-                            on_progress(Progress::Tokens { tokens: ids.len() as u32, after: now - previous });
-                        }
-                    }
-                }
-                // A chunk that carries text but no ids: the record would have a gap.
-                None if choice.delta.reasoning_text().is_some_and(|t| !t.is_empty())
-                    || choice.delta.content_text().is_some_and(|t| !t.is_empty()) =>
-                {
-                    ids_complete = false
-                }
-                None => {}
-            }
             let reasoning = choice.delta.reasoning_text().unwrap_or("");
             let content = choice.delta.content_text().unwrap_or("");
+            let has_text = !(reasoning.is_empty() && content.is_empty());
+            let new_ids = choice.token_ids.as_deref().map_or(0, <[u32]>::len);
+            match &choice.token_ids {
+                Some(ids) => completion_ids.extend_from_slice(ids),
+                // A chunk that carries text but no ids: the record would have a gap.
+                None if has_text => ids_complete = false,
+                None => {}
+            }
             // The first token is the first chunk with text or token ids: a token whose text is
             // not whole yet (a piece of a UTF-8 character) comes with its id and no text, and
             // its text only with the next chunk, a whole `stream_interval` later (the real vLLM
             // server sent 11 of 60 first tokens so).
-            let carries_token = !(reasoning.is_empty() && content.is_empty())
-                || choice.token_ids.as_ref().is_some_and(|ids| !ids.is_empty());
-            if partial.ttft.is_none() && carries_token {
+            if partial.ttft.is_none() && (has_text || new_ids > 0) {
                 let ttft = limits.started.elapsed();
                 partial.ttft = Some(ttft);
                 on_progress(Progress::FirstToken(ttft));
+            }
+            if new_ids > 0 {
+                let now = Instant::now();
+                if let Some(previous) = last_ids_at.replace(now) {
+                    on_progress(Progress::Tokens { tokens: new_ids as u32, after: now - previous });
+                }
             }
             partial.reasoning.push_str(reasoning);
             partial.content.push_str(content);
