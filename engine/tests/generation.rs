@@ -1,12 +1,12 @@
 //! The generation engine against the vLLM simulator: outcomes, retries, leases, run control
 //! and validation. Outages are in `outages.rs`.
 
-use domain::generation::{Concurrency, SampleState, Thinking};
+use domain::generation::{Concurrency, RunSettings, SampleState, Thinking};
 use engine::generation::runs::{self, Control, RetryPass};
 use engine::testing::*;
 use engine::vllm::http_client;
 use std::time::Duration;
-use vllm_sim::FaultSettings;
+use vllm_sim::{FaultSettings, RunningSim};
 
 const MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
 
@@ -750,25 +750,33 @@ async fn the_server_is_scraped_every_tick_only_for_an_adaptive_limit(pool: sqlx:
     assert!(adaptive >= 17, "an adaptive limit scraped {adaptive} times in 20 ticks");
 }
 
+/// A simulator whose requests generate 100 tokens/s each and answer in about half a second,
+/// an endpoint on it, and settings for four at a time with the default idle timeout (long
+/// chunks keep a request seen alive).
+async fn half_second_answers(pool: &sqlx::PgPool) -> (RunningSim, i64, i64, RunSettings) {
+    let mut config = fast_sim();
+    config.time_scale = 1.0;
+    config.engine.per_seq_tokens_per_s = 100.0;
+    config.lengths.median_completion_tokens = 50;
+    config.lengths.completion_sigma = 0.2;
+    config.lengths.completion_cap = 100;
+    let sim = sim(config).await;
+    let by = user(pool).await;
+    let endpoint = endpoint(pool, &sim, by).await;
+    let mut s = settings(vec![endpoint]);
+    s.concurrency = Concurrency::Fixed { limit: 4 };
+    s.idle_timeout_secs = 120;
+    (sim, endpoint, by, s)
+}
+
 /// Every streamed chunk costs the server's API process; the engine asks for a chunk every few
 /// seconds per request once it knows how fast requests generate, and its own streams tell that
 /// from the first requests' second chunks, long before two scrapes of `/metrics` would.
 #[sqlx::test(migrator = "MIGRATOR")]
 async fn only_the_first_requests_stream_small_chunks(pool: sqlx::PgPool) {
-    let mut config = fast_sim();
-    config.time_scale = 1.0;
-    config.engine.per_seq_tokens_per_s = 100.0;
-    // Answers of about half a second: ten waves of four in five seconds.
-    config.lengths.median_completion_tokens = 50;
-    config.lengths.completion_sigma = 0.2;
-    config.lengths.completion_cap = 100;
-    let sim = sim(config).await;
-    let by = user(&pool).await;
-    let endpoint = endpoint(&pool, &sim, by).await;
-    let mut s = settings(vec![endpoint]);
-    s.concurrency = Concurrency::Fixed { limit: 4 };
-    s.idle_timeout_secs = 120; // the default: long chunks keep a request seen alive
+    let (sim, _, by, s) = half_second_answers(&pool).await;
     let floor = s.stream_interval;
+    // Ten waves of four.
     let run = create_run(&pool, dataset(&pool, 40).await, s, by).await;
     let (stop, worker) = start_worker(&pool);
     wait_for_status(&pool, run, "completed", Duration::from_secs(60)).await;
@@ -782,6 +790,36 @@ async fn only_the_first_requests_stream_small_chunks(pool: sqlx::PgPool) {
     assert_eq!(intervals.values().sum::<u64>(), 40, "{intervals:?}");
     assert!(small <= 5, "only the first wave (4) streams at the run's {floor} tokens a chunk: {intervals:?}");
     assert!(large >= 35, "the rest at 256 tokens a chunk: {intervals:?}");
+}
+
+/// The endpoint keeps its streams' pace: a later run, driven by a new worker process (as after
+/// a restart), asks for long chunks from its first request.
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_later_run_starts_with_the_pace_the_last_one_left(pool: sqlx::PgPool) {
+    let (sim, endpoint, by, s) = half_second_answers(&pool).await;
+    let floor = s.stream_interval;
+    for samples in [12, 20] {
+        let run = create_run(&pool, dataset(&pool, samples).await, s.clone(), by).await;
+        let (stop, worker) = start_worker(&pool);
+        wait_for_status(&pool, run, "completed", Duration::from_secs(60)).await;
+        stop.cancel();
+        worker.await.unwrap().unwrap();
+    }
+    let stored: Option<f32> =
+        sqlx::query_scalar("SELECT stream_tps FROM endpoint_capacity WHERE endpoint_id = $1")
+            .bind(endpoint)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    let stored = stored.expect("the first run stored its pace");
+    assert!((40.0..=150.0).contains(&stored), "about 100 tokens/s a request: {stored}");
+    let intervals = sim.stats().stream_intervals;
+    assert_eq!(intervals.values().sum::<u64>(), 32, "{intervals:?}");
+    assert!(
+        intervals.get(&floor).copied().unwrap_or(0) <= 5,
+        "only the first run's first wave (4) streams at the run's {floor} tokens a chunk: {intervals:?}"
+    );
+    assert!(intervals.get(&256).copied().unwrap_or(0) >= 27, "{intervals:?}");
 }
 
 #[sqlx::test(migrator = "MIGRATOR")]

@@ -22,7 +22,9 @@
 //! a run at a fixed limit: on the real vLLM CPU server that was a third of a 512-prompt run's
 //! requests sent at the run's 16 tokens a chunk, and a plain client streaming every 16 tokens
 //! ran at 0.84× one waiting for whole answers there (README, "Generation against three
-//! servers").
+//! servers"). The endpoint keeps the last pace in `endpoint_capacity`, so only the very first
+//! requests on a new endpoint stream at the run's interval; a later run, or a restarted
+//! worker process, starts from the rate the last one knew ([`Pace::from_earlier`]).
 
 /// Seconds of generation one chunk covers when the per-request rate is known.
 const SECONDS_PER_CHUNK: f64 = 4.0;
@@ -47,6 +49,19 @@ impl Pace {
     pub fn observe(&mut self, tokens: u32, after: std::time::Duration) {
         self.tokens = self.tokens * Self::KEEP + f64::from(tokens);
         self.seconds = self.seconds * Self::KEEP + after.as_secs_f64();
+    }
+
+    /// Seconds of chunks a rate known from before (the endpoint's last, stored by an earlier
+    /// run or process) counts as: about one chunk's worth, so this process's own streams
+    /// outweigh it within a few chunks.
+    const EARLIER_SECONDS: f64 = SECONDS_PER_CHUNK;
+
+    /// A pace that starts from a rate an earlier run left; none for a rate that is not one.
+    pub fn from_earlier(tps: f64) -> Self {
+        if !(tps.is_finite() && tps > 0.0) {
+            return Self::default();
+        }
+        Self { tokens: tps * Self::EARLIER_SECONDS, seconds: Self::EARLIER_SECONDS }
     }
 
     /// None before any chunk (or while chunks came at once, as a burst read together).
@@ -94,6 +109,21 @@ mod tests {
         }
         let tps = pace.per_request_tps().unwrap();
         assert!((tps - 20.0).abs() < 0.5, "{tps}");
+    }
+
+    #[test]
+    fn an_earlier_rate_starts_the_pace_and_the_streams_soon_outweigh_it() {
+        use std::time::Duration;
+        assert_eq!(Pace::from_earlier(0.0).per_request_tps(), None);
+        assert_eq!(Pace::from_earlier(f64::NAN).per_request_tps(), None);
+        let mut pace = Pace::from_earlier(90.0);
+        assert!((pace.per_request_tps().unwrap() - 90.0).abs() < 1e-9);
+        // This server now runs at 20 tokens/s a request: a few chunks of 4 s say so.
+        for _ in 0..8 {
+            pace.observe(80, Duration::from_secs(4));
+        }
+        let tps = pace.per_request_tps().unwrap();
+        assert!(tps < 30.0, "{tps}");
     }
 
     #[test]

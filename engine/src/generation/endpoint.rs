@@ -6,7 +6,9 @@
 //!
 //! Across worker processes the capacity lives in `endpoint_capacity`: the process holding the
 //! row's controller lease runs the controller and stores the limit and each run's share; the
-//! others read the limit and compute the same split.
+//! others read the limit and compute the same split. The row also keeps how fast the
+//! endpoint's streams generate per request (`chunking::Pace`), so that the next process on
+//! the endpoint asks for long chunks from its first request.
 
 use super::{
     availability::{blame, Availability, Blame, Sent, Ticket, Verdict},
@@ -46,6 +48,11 @@ pub const ADAPTIVE_START: u32 = 64;
 /// 9 ms of its API process on the real CPU server) on each scrape; where the server shares the
 /// CPU with its model, as on a CPU server, that time comes out of generation.
 const SLOW_SCRAPE_TICKS: u32 = 5;
+
+/// A stored pace is written again when this process's differs from it by more than this
+/// fraction, or when it is older than [`PACE_REFRESH`].
+const PACE_CHANGE: f64 = 0.05;
+const PACE_REFRESH: Duration = Duration::from_secs(600);
 
 /// How long a failure waits for evidence before the server is probed for it.
 const VERDICT_PATIENCE: Duration = Duration::from_secs(2);
@@ -160,23 +167,26 @@ impl Membership {
 }
 
 impl Endpoint {
-    /// Starts watching the server; the watch ends with `stop`.
+    /// Starts watching the server, its streams' pace starting from `earlier` (what an earlier
+    /// run or process left, [`earlier_pace`]); the watch ends with `stop`.
     pub fn start(
         target: &EndpointTarget,
         client: VllmClient,
         process: Process,
+        earlier: Option<f64>,
         stop: CancellationToken,
     ) -> Arc<Self> {
         let (view, _) = watch::channel(View { up: true, ..View::default() });
+        let pace = earlier.map(Pace::from_earlier).unwrap_or_default();
         let endpoint = Arc::new(Self {
             id: target.id,
             name: target.name.clone(),
             client,
-            inner: Mutex::default(),
+            inner: Mutex::new(Inner { pace, ..Inner::default() }),
             evidence: Notify::new(),
             view,
         });
-        tokio::spawn(endpoint.clone().watch(process, stop));
+        tokio::spawn(endpoint.clone().watch(process, earlier, stop));
         endpoint
     }
 
@@ -285,7 +295,7 @@ impl Endpoint {
 
     /// Once per tick: read the server, probe it when a verdict or a recovery needs it, revise
     /// the capacity and the runs' shares, and publish what the drivers read.
-    async fn watch(self: Arc<Self>, process: Process, stop: CancellationToken) {
+    async fn watch(self: Arc<Self>, process: Process, earlier: Option<f64>, stop: CancellationToken) {
         let (probe_tx, probe_rx) = watch::channel(Probe::default());
         let monitor_stop = stop.child_token();
         let every_tick = Arc::new(AtomicBool::new(true));
@@ -303,6 +313,7 @@ impl Endpoint {
         let mut rates = ServerRates::default();
         let mut probing: Option<tokio::task::JoinHandle<Result<(), String>>> = None;
         let mut recorded_health: Option<bool> = None;
+        let mut stored_pace = earlier.map(|tps| (tps, std::time::Instant::now()));
         loop {
             tokio::select! {
                 _ = stop.cancelled() => break,
@@ -344,6 +355,7 @@ impl Endpoint {
             {
                 recorded_health = Some(up);
             }
+            self.keep_pace(&process.pool, &mut stored_pace).await;
             self.view.send_modify(|view| {
                 view.up = up;
                 view.down_reason = down_reason;
@@ -360,6 +372,30 @@ impl Endpoint {
             });
         }
         monitor_stop.cancel();
+    }
+
+    /// Stores this process's pace for later runs when it moved away from the stored one (or
+    /// that one is getting old). A failed write is tried again next tick.
+    async fn keep_pace(&self, pool: &PgPool, stored: &mut Option<(f64, std::time::Instant)>) {
+        let Some(tps) = self.inner.lock().expect("endpoint state").pace.per_request_tps() else {
+            return;
+        };
+        let current = stored
+            .is_some_and(|(was, at)| (tps / was - 1.0).abs() <= PACE_CHANGE && at.elapsed() < PACE_REFRESH);
+        if current {
+            return;
+        }
+        let written = sqlx::query!(
+            "UPDATE endpoint_capacity SET stream_tps = $2, stream_tps_at = now() WHERE endpoint_id = $1",
+            self.id,
+            tps as f32
+        )
+        .execute(pool)
+        .await;
+        match written {
+            Ok(_) => *stored = Some((tps, std::time::Instant::now())),
+            Err(e) => tracing::debug!(endpoint = %self.name, error = %e, "storing the streams' pace failed"),
+        }
     }
 
     /// Marks the endpoint down when `/health` fails; probes the server when a suspicion or a
@@ -664,6 +700,20 @@ pub(crate) async fn ensure_capacity(pool: &PgPool, endpoint_id: i64) -> Result<(
     .execute(pool)
     .await?;
     Ok(())
+}
+
+/// The pace the endpoint's streams last had, when a process stored one within the last day
+/// (an older one may describe another model behind the same address).
+pub(crate) async fn earlier_pace(pool: &PgPool, endpoint_id: i64) -> Result<Option<f64>> {
+    let tps = sqlx::query_scalar!(
+        "SELECT stream_tps FROM endpoint_capacity
+         WHERE endpoint_id = $1 AND stream_tps_at > now() - interval '1 day'",
+        endpoint_id
+    )
+    .fetch_optional(pool)
+    .await?
+    .flatten();
+    Ok(tps.map(f64::from))
 }
 
 /// The monitor's latest view of the server.

@@ -269,6 +269,7 @@ impl Worker {
                         }
                     };
                     endpoint::ensure_capacity(&self.pool, target.id).await?;
+                    let earlier = endpoint::earlier_pace(&self.pool, target.id).await?;
                     let stop = CancellationToken::new();
                     let process = endpoint::Process {
                         pool: self.pool.clone(),
@@ -276,7 +277,7 @@ impl Worker {
                         live_workers: self.live_workers.clone(),
                         tick: self.options.tick,
                     };
-                    let endpoint = Endpoint::start(&target, client, process, stop.clone());
+                    let endpoint = Endpoint::start(&target, client, process, earlier, stop.clone());
                     endpoints.entry(*endpoint_id).or_insert(Watched { endpoint, stop })
                 }
             };
