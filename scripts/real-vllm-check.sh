@@ -8,9 +8,13 @@
 #  2. a pre-tokenized export from the captured ids, row by row against the server's own ids
 #     (`/tokenize` of the same messages, the same request sent again at temperature 0) and our
 #     render of each prompt against the server's.
+# The engine's runs share one registration of the server, as a team's runs do: each starts from
+# the streams' pace and the adaptive limit the last one left (BENCH_REAL_ENDPOINT=each-run
+# measures the first run on a newly registered server instead).
 #   usage: scripts/real-vllm-check.sh [PROMPTS]
 set -e
 here=$(dirname "$0")
 export BENCH_SERVERS=real BENCH_CHECK=1 BENCH_COST=0 BENCH_REAL_PROMPTS=${1:-${BENCH_REAL_PROMPTS:-512}}
+export BENCH_REAL_ENDPOINT=${BENCH_REAL_ENDPOINT:-kept}
 export REAL_VLLM_EXPORT_PROMPTS=${REAL_VLLM_EXPORT_PROMPTS:-40}
 bash "$here/bench-generation.sh"

@@ -23,7 +23,10 @@
 //! shows each client's median round), `BENCH_REAL_ROUNDS` (3), `BENCH_REAL_PROMPTS` (512),
 //! `BENCH_REAL_PLAIN` (the plain clients on the real server: `64` whole answers, `64s` streamed,
 //! `64i` streamed with token ids, a chunk every 16 tokens; default `64,128,256,64i`),
-//! `BENCH_SEED_PROMPTS` (1000), `BENCH_FLAT_PROMPTS` (2000), `BENCH_COST` (1: part 2),
+//! `BENCH_REAL_ENDPOINT` (`each-run`: every engine run registers the real server anew and
+//! starts cold, its first wave streamed at the run's interval and an adaptive limit at its
+//! starting value; `kept`: one registration for the benchmark, as a team keeps a server, so
+//! each run starts from the pace and the limit the last one left), `BENCH_SEED_PROMPTS` (1000), `BENCH_FLAT_PROMPTS` (2000), `BENCH_COST` (1: part 2),
 //! `BENCH_CHECK` (1: exit non-zero unless every server meets the targets: adaptive ≥ 0.98× the
 //! best fixed limit, nothing lost, and on the real server fixed 64 ≥ the plain client at 64).
 
@@ -58,6 +61,9 @@ struct Server {
     fixed: Vec<u32>,
     plain: Vec<Plain>,
     adaptive: Concurrency,
+    /// The endpoint every run on the real server uses, registered by the first of them, with
+    /// `BENCH_REAL_ENDPOINT=kept`.
+    kept_endpoint: Option<tokio::sync::OnceCell<i64>>,
     rounds: usize,
 }
 
@@ -203,6 +209,11 @@ fn server(name: &str) -> Option<Server> {
                 plain,
                 adaptive: Concurrency::Adaptive { min: 4, max: 512 },
                 rounds: env_or("BENCH_REAL_ROUNDS", 3),
+                kept_endpoint: match std::env::var("BENCH_REAL_ENDPOINT").as_deref() {
+                    Ok("kept") => Some(tokio::sync::OnceCell::new()),
+                    Ok("each-run") | Err(_) => None,
+                    Ok(other) => panic!("BENCH_REAL_ENDPOINT: `{other}` is neither `kept` nor `each-run`"),
+                },
             })
         }
         "seed" => Some(Server {
@@ -214,6 +225,7 @@ fn server(name: &str) -> Option<Server> {
             plain: vec![],
             adaptive: Concurrency::Adaptive { min: 4, max: 1024 },
             rounds: env_or("BENCH_ROUNDS", 2),
+            kept_endpoint: None,
         }),
         "flat" => Some(Server {
             name: "simulator, flat-knee profile (rate flat past 25 running)",
@@ -227,6 +239,7 @@ fn server(name: &str) -> Option<Server> {
             ],
             adaptive: Concurrency::Adaptive { min: 4, max: 512 },
             rounds: env_or("BENCH_ROUNDS", 2),
+            kept_endpoint: None,
         }),
         other => panic!("BENCH_SERVERS: unknown server `{other}` (real, seed, flat)"),
     }
@@ -249,6 +262,11 @@ async fn measure(pool: &PgPool, by: i64, server: &Server) -> Vec<String> {
     if let (ServerKind::Real { .. }, Ok(cores)) = (&server.kind, std::env::var("REAL_VLLM_SERVER_CPUS")) {
         println!(
             "The server ran on core(s) {cores} alone; the clients, this benchmark and PostgreSQL on the others.\n"
+        );
+    }
+    if server.kept_endpoint.is_some() {
+        println!(
+            "Every engine run used one registration of the server, as a team keeps one: each started from the streams' pace and the adaptive limit the last one left.\n"
         );
     }
     // Each round runs every client once; the order turns by one client a round, so no client
@@ -429,7 +447,10 @@ async fn engine_run(
     tick: Duration,
 ) -> Outcome {
     let dataset = testing::dataset_of(pool, &server.prompts).await;
-    let endpoint = testing::endpoint_at(pool, url, by).await;
+    let endpoint = match &server.kept_endpoint {
+        Some(kept) => *kept.get_or_init(|| testing::endpoint_at(pool, url, by)).await,
+        None => testing::endpoint_at(pool, url, by).await,
+    };
     let mut settings = RunSettings::with_defaults(model, vec![endpoint], server.max_tokens);
     settings.concurrency = concurrency;
     // 120 s without a token, in the server's time.
@@ -485,7 +506,8 @@ async fn engine_run(
     .unwrap();
     let adaptive = matches!(concurrency, Concurrency::Adaptive { .. });
     let details = if adaptive && scale == 1.0 { Some(what_came_back(pool, run).await) } else { None };
-    // The endpoint's capacity is kept for the next run on it; each run here gets a new one.
+    // The endpoint's capacity and its streams' pace are kept for the next run on it; each run
+    // here gets a new endpoint unless `BENCH_REAL_ENDPOINT=kept`.
     Outcome {
         lost: lost as usize,
         total: total as usize,
