@@ -26,7 +26,8 @@
 //! `BENCH_REAL_ENDPOINT` (`each-run`: every engine run registers the real server anew and
 //! starts cold, its first wave streamed at the run's interval and an adaptive limit at its
 //! starting value; `kept`: one registration for the benchmark, as a team keeps a server, so
-//! each run starts from the pace and the limit the last one left), `BENCH_SEED_PROMPTS` (1000), `BENCH_FLAT_PROMPTS` (2000), `BENCH_COST` (1: part 2),
+//! each run starts from the pace and the limit the last one left), `BENCH_SEED_PROMPTS`
+//! (1000), `BENCH_FLAT_PROMPTS` (2000), `BENCH_COST` (1: part 2),
 //! `BENCH_CHECK` (1: exit non-zero unless every server meets the targets: adaptive ≥ 0.98× the
 //! best fixed limit, nothing lost, and on the real server fixed 64 ≥ the plain client at 64).
 
