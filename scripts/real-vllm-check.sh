@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Checks the engine against the real vLLM server of ../shared/tools/real-vllm (CPU, tiny
 # random-weight model, reasoning parser), not part of CI (it installs about 7 GB once and takes
-# about an hour on a 2-core machine: three rounds of ten clients):
+# about 70 minutes on a 2-core machine: three rounds of ten clients, then four confirmation pairs
+# for each target):
 #  1. generation beside a sweep of the plain Python client, failing unless the targets hold:
 #     adaptive concurrency at least 0.98× the best fixed limit of the sweep, fixed 64 at least the
-#     plain client at 64, nothing lost;
+#     plain client at 64 (each judged on the median of its confirmation pairs: its two clients
+#     one after the other, which goes first alternating), nothing lost;
 #  2. a pre-tokenized export from the captured ids, row by row against the server's own ids
 #     (`/tokenize` of the same messages, the same request sent again at temperature 0) and our
 #     render of each prompt against the server's.
