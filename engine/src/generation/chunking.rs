@@ -7,7 +7,7 @@
 //! server's busy front end) the cost comes out of the generation rate. Against the real vLLM
 //! CPU server at 64 requests, its API process spent 12% of a core beside Draft Studio at a
 //! chunk every 16 tokens and 8% beside a client waiting for whole answers, and its model worker
-//! got correspondingly less (README, "Generation against three servers").
+//! got correspondingly less (docs/generation-benchmark.md).
 //!
 //! The engine needs chunks for two things only: to see that a request is alive (the idle
 //! timeout) and to count tokens as they come. So it asks for a chunk every few seconds per
@@ -21,10 +21,10 @@
 //! running requests). `/metrics` alone gave the first rate only after two scrapes, 5–10 s into
 //! a run at a fixed limit: on the real vLLM CPU server that was a third of a 512-prompt run's
 //! requests sent at the run's 16 tokens a chunk, and a plain client streaming every 16 tokens
-//! ran at 0.84× one waiting for whole answers there (README, "Generation against three
-//! servers"). The endpoint keeps the last pace in `endpoint_capacity`, so only the very first
-//! requests on a new endpoint stream at the run's interval; a later run, or a restarted
-//! worker process, starts from the rate the last one knew ([`Pace::from_earlier`]).
+//! ran at 0.84× one waiting for whole answers there (docs/generation-benchmark.md). The
+//! endpoint keeps the last pace in `endpoint_capacity`, so only the very first requests on a
+//! new endpoint stream at the run's interval; a later run, or a restarted worker process,
+//! starts from the rate the last one knew ([`Pace::from_earlier`]).
 
 /// Seconds of generation one chunk covers when the per-request rate is known.
 const SECONDS_PER_CHUNK: f64 = 4.0;
