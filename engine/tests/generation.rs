@@ -705,8 +705,9 @@ async fn a_fixed_limit_keeps_the_server_full_while_samples_wait(pool: sqlx::PgPo
 }
 
 /// vLLM renders every metric it has on each `/metrics` request, in the API process that also
-/// streams the answers: a run at a fixed limit reads it every few ticks (its live view and
-/// chunk size need no more), an adaptive run every tick (its controller judges each reading).
+/// streams the answers: a run at a fixed limit reads it every few ticks (its live view, its
+/// chunk size and the Endpoints page need no more), an adaptive run every tick (its controller
+/// judges each reading).
 #[sqlx::test(migrator = "MIGRATOR")]
 async fn the_server_is_scraped_every_tick_only_for_an_adaptive_limit(pool: sqlx::PgPool) {
     let mut config = fast_sim();
@@ -743,6 +744,19 @@ async fn the_server_is_scraped_every_tick_only_for_an_adaptive_limit(pool: sqlx:
             seconds >= 4 && with_load >= seconds - 2,
             "{concurrency:?}: {with_load} of {seconds} seconds show the server's load"
         );
+        if matches!(concurrency, Concurrency::Fixed { .. }) {
+            // No controller stores a fixed-only endpoint's load with a limit: its readings are
+            // stored as they come, for the Endpoints page.
+            let observed = count(
+                &pool,
+                "SELECT count(*) FROM endpoint_capacity WHERE endpoint_id = $1
+                     AND observed_at > now() - interval '3 seconds'
+                     AND server_running IS NOT NULL AND server_generation_tps IS NOT NULL",
+                endpoint,
+            )
+            .await;
+            assert_eq!(observed, 1, "the Endpoints page has a recent reading of a fixed-only server");
+        }
         runs::control(&pool, run, Control::Cancel).await.unwrap();
     }
     let (fixed, adaptive) = (scrapes[0], scrapes[1]);

@@ -330,8 +330,16 @@ impl Endpoint {
                 rates = ServerRates::between(probe.load.as_ref(), previous_load.as_ref());
                 rates
             };
+            let new_reading = if read_again { None } else { probe.load.as_ref() };
             let shares = match self
-                .revise_capacity(&process, &mut controller, &probe, previous_load.as_ref(), fresh)
+                .revise_capacity(
+                    &process,
+                    &mut controller,
+                    &probe,
+                    previous_load.as_ref(),
+                    fresh,
+                    new_reading,
+                )
                 .await
             {
                 Ok(shares) => {
@@ -453,7 +461,9 @@ impl Endpoint {
         }
     }
 
-    /// The endpoint's capacity and each run's share of it.
+    /// The endpoint's capacity and each run's share of it. With no adaptive run on the
+    /// endpoint there is no controller to store the server's load with its limit, so each
+    /// `new_reading` of `/metrics` is stored on its own, for the Endpoints page.
     async fn revise_capacity(
         &self,
         process: &Process,
@@ -461,10 +471,14 @@ impl Endpoint {
         probe: &Probe,
         previous_load: Option<&ServerLoad>,
         rates: ServerRates,
+        new_reading: Option<&ServerLoad>,
     ) -> Result<HashMap<i64, RunShare>> {
         let claims = claims(&process.pool, self.id).await?;
         let Some((min, max)) = capacity::adaptive_bounds(&claims) else {
             *controller = None;
+            if let (Some(load), false) = (new_reading, claims.is_empty()) {
+                store_load(&process.pool, self.id, load, rates).await?;
+            }
             return Ok(fixed_shares(&claims));
         };
         let workers = process.live_workers.load(Ordering::Relaxed).max(1);
@@ -631,6 +645,24 @@ async fn store_capacity(
         load.map(|l| l.running as i32),
         load.map(|l| l.waiting as i32),
         load.map(|l| l.kv_usage as f32),
+        rates.generation.map(|r| r as f32),
+    )
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// The server's load alone, where no controller stores it with a limit.
+async fn store_load(pool: &PgPool, endpoint_id: i64, load: &ServerLoad, rates: ServerRates) -> Result<()> {
+    sqlx::query!(
+        "UPDATE endpoint_capacity SET
+             server_running = $2, server_waiting = $3, server_kv_usage = $4, server_generation_tps = $5,
+             observed_at = now()
+         WHERE endpoint_id = $1",
+        endpoint_id,
+        load.running as i32,
+        load.waiting as i32,
+        load.kv_usage as f32,
         rates.generation.map(|r| r as f32),
     )
     .execute(pool)
