@@ -287,14 +287,7 @@ async fn measure(pool: &PgPool, by: i64, server: &Server) -> Vec<String> {
     for round in 0..server.rounds {
         for i in 0..clients.len() {
             let at = (i + round) % clients.len();
-            let outcome = run_client(pool, by, server, clients[at]).await;
-            eprintln!(
-                "  round {}: {}: {:.0} tok/s, {} lost",
-                round + 1,
-                clients[at].name(),
-                outcome.useful_tps,
-                outcome.lost
-            );
+            let outcome = run_reported(pool, by, server, clients[at], &format!("round {}", round + 1)).await;
             results[at].push(outcome);
         }
     }
@@ -440,14 +433,7 @@ async fn confirm(
             let order = if pair % 2 == 0 { [target.a, target.b] } else { [target.b, target.a] };
             let mut tps = [0.0; 2];
             for i in order {
-                let outcome = run_client(pool, by, server, clients[i]).await;
-                eprintln!(
-                    "  pair {}: {}: {:.0} tok/s, {} lost",
-                    pair + 1,
-                    clients[i].name(),
-                    outcome.useful_tps,
-                    outcome.lost
-                );
+                let outcome = run_reported(pool, by, server, clients[i], &format!("pair {}", pair + 1)).await;
                 if outcome.lost > 0 && matches!(clients[i], Client::Engine(_)) {
                     missed.push(format!(
                         "{}: {} lost {} of {} (confirmation pair {})",
@@ -480,6 +466,13 @@ fn median(values: &[f64]) -> f64 {
     } else {
         sorted[mid]
     }
+}
+
+/// One run of `client`, its rate and losses printed under `label` as it ends.
+async fn run_reported(pool: &PgPool, by: i64, server: &Server, client: Client, label: &str) -> Outcome {
+    let outcome = run_client(pool, by, server, client).await;
+    eprintln!("  {label}: {}: {:.0} tok/s, {} lost", client.name(), outcome.useful_tps, outcome.lost);
+    outcome
 }
 
 async fn run_client(pool: &PgPool, by: i64, server: &Server, client: Client) -> Outcome {
