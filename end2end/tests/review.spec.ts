@@ -1,6 +1,6 @@
 import { Browser, expect, Page, test } from "@playwright/test";
 import { admin, hydrated, login } from "./helpers";
-import { addUser, SampleSpec, seedRun } from "./seed";
+import { addUser, SampleSpec, seedRun, sql } from "./seed";
 
 function plain(n: number): SampleSpec[] {
   return Array.from({ length: n }, (_, i) => ({
@@ -47,6 +47,12 @@ test("a reviewer judges samples by keyboard alone", async ({ page }) => {
   await expect(await reviewState(page)).toHaveText("flagged");
   await expect(page.getByTestId("audit-log")).toContainText("[truncated]");
 
+  // The note's label reads as one line: its key hint sits beside "Note", not on a row of its own.
+  const hint = await page.locator("aside.decision label kbd").boundingBox();
+  const field = await page.getByTestId("note").boundingBox();
+  expect(hint!.width).toBeLessThan(40);
+  expect(field!.y - hint!.y).toBeLessThan(60);
+
   // n writes a note; shortcuts are off while typing ("a" and "r" are just letters there).
   await page.keyboard.press("n");
   await expect(page.getByTestId("note")).toBeFocused();
@@ -80,6 +86,18 @@ test("a reviewer judges samples by keyboard alone", async ({ page }) => {
   await expect(page.locator(`.facet[data-facet="review"] li.active`)).toContainText("approved");
   await page.goBack();
   await expect(page).toHaveURL(new RegExp(`/review/samples/${ids[0]}`));
+
+  // The list names flags by their labels, and stays within the page however long they are.
+  sql(`UPDATE samples SET auto_flags = '{empty_answer,reasoning_only,think_markers}' WHERE id = ${ids[2]}`);
+  sql(`UPDATE dataset_rows SET messages = jsonb_build_array(jsonb_build_object('role', 'user',
+         'content', repeat('A question that goes on for a while before it asks anything. ', 8)))
+       WHERE id = (SELECT row_id FROM samples WHERE id = ${ids[2]})`);
+  await page.goto(`/review?run=${run}`);
+  await hydrated(page);
+  const row = page.locator(`tr[data-sample-id="${ids[2]}"]`);
+  await expect(row).toContainText("empty answer, reasoning only, leftover <think> markers");
+  const table = await page.getByTestId("samples-table").boundingBox();
+  expect(table!.x + table!.width).toBeLessThanOrEqual(page.viewportSize()!.width);
 });
 
 test("two reviewers in two browsers never receive the same sample in queue mode", async ({ browser, page }) => {

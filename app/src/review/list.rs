@@ -8,7 +8,7 @@ use super::{
 };
 use crate::AppError;
 use domain::{
-    review::{Decision, FacetValue, Facets, SampleFilter, SortKey},
+    review::{Decision, FacetValue, Facets, FlagReason, SampleFilter, SortKey},
     Role, Viewer,
 };
 use leptos::{prelude::*, task::spawn_local};
@@ -44,6 +44,8 @@ pub fn ReviewListPage() -> impl IntoView {
             }
         },
     );
+    // The flags' labels, for the list and the bulk panel's reasons.
+    let reasons = Resource::new(|| (), |_| flag_reasons());
     let selected = RwSignal::new(0usize);
     let ids = RwSignal::new(Vec::<i64>::new());
     Effect::new(move |_| {
@@ -104,10 +106,14 @@ pub fn ReviewListPage() -> impl IntoView {
             </aside>
             <section class="review-main">
                 {move || filter.get().ok().map(|f| view! { <FilterForm filter=f/> })}
-                {is_engineer.then(|| view! { <BulkPanel filter changed/> })}
+                {is_engineer.then(|| view! { <BulkPanel filter changed reasons/> })}
                 <Transition fallback=|| view! { <p class="muted">"Loading samples…"</p> }>
                     {move || Suspend::new(async move {
                         let f = filter.get().unwrap_or_default();
+                        let labels = reasons.await.unwrap_or_default();
+                        let label = move |code: &String| {
+                            labels.iter().find(|r| &r.code == code).map_or_else(|| code.clone(), |r| r.label.clone())
+                        };
                         match page.await {
                             Err(e) => view! { <p class="error" role="alert">{e.to_string()}</p> }.into_any(),
                             Ok(p) if p.rows.is_empty() => view! {
@@ -139,7 +145,7 @@ pub fn ReviewListPage() -> impl IntoView {
                                                         <td>{r.run_name.clone()}</td>
                                                         <td><span class=format::outcome_class(r.state)>{r.state.as_str()}</span></td>
                                                         <td class="mono">{r.finish_reason.clone().unwrap_or_default()}</td>
-                                                        <td>{r.auto_flags.iter().chain(r.flags.iter()).cloned().collect::<Vec<_>>().join(", ")}</td>
+                                                        <td class="flags">{r.auto_flags.iter().chain(r.flags.iter()).map(&label).collect::<Vec<_>>().join(", ")}</td>
                                                         <td>
                                                             <span class=format::review_class(r.review_state)>{r.review_state.as_str()}</span>
                                                             {r.reviewer.clone().map(|u| format!(" {u}"))}
@@ -281,8 +287,11 @@ fn FilterForm(filter: SampleFilter) -> impl IntoView {
 /// Engineers and admins: one decision for every finished sample of the filter, after seeing
 /// the count and confirming it.
 #[component]
-fn BulkPanel(filter: Memo<Result<SampleFilter, String>>, changed: RwSignal<u32>) -> impl IntoView {
-    let reasons = Resource::new(|| (), |_| flag_reasons());
+fn BulkPanel(
+    filter: Memo<Result<SampleFilter, String>>,
+    changed: RwSignal<u32>,
+    reasons: Resource<Result<Vec<FlagReason>, AppError>>,
+) -> impl IntoView {
     let decision = RwSignal::new(Decision::Reject);
     let reason = RwSignal::new(String::new());
     let note = RwSignal::new(String::new());

@@ -251,7 +251,7 @@ pub fn SampleView(id: i64, mode: Mode, on_decided: Callback<()>) -> impl IntoVie
                     </fieldset>
                 </Show>
                 <label>
-                    "Note " <kbd>"n"</kbd> <span class="muted">" (saved with the next decision; Esc leaves the field)"</span>
+                    <span>"Note " <kbd>"n"</kbd> <span class="muted">" (saved with the next decision; Esc leaves the field)"</span></span>
                     <textarea
                         node_ref=note_ref
                         rows="2"
