@@ -106,6 +106,10 @@ test("two reviewers in two browsers never receive the same sample in queue mode"
   const people = [await addUser(page, "reviewer"), await addUser(page, "reviewer")];
   const pages = [await newReviewer(browser), await newReviewer(browser)];
   await Promise.all(pages.map((p, i) => login(p, people[i].username, people[i].password, `/review/queue?run=${run}`)));
+  // The queue's progress line reads as text, not squeezed into a progress bar's 10 px.
+  const line = pages[0].getByTestId("queue-progress");
+  await expect(line).toContainText("left to review");
+  expect((await line.boundingBox())!.height).toBeGreaterThan(14);
 
   const seen: number[][] = [[], []];
   const current = async (p: Page) => Number(await p.getByTestId("sample-view").getAttribute("data-sample-id"));

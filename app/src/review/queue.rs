@@ -62,7 +62,7 @@ pub fn QueuePage() -> impl IntoView {
         <Transition fallback=|| ()>
             {move || Suspend::new(async move {
                 progress.await.ok().map(|p| view! {
-                    <p class="progress" data-testid="queue-progress">
+                    <p class="queue-progress" data-testid="queue-progress">
                         <strong>{format::count(Some(p.mine_today))}</strong> " decided by you today · "
                         {format::count(Some(p.mine_total))} " current decisions are yours · "
                         <strong>{format::count(Some(p.remaining))}</strong> " left to review"
