@@ -148,7 +148,7 @@ fn ExportRow(e: ExportItem, cancel: ServerAction<CancelExport>) -> impl IntoView
             </td>
             <td class="progress-cell">{progress}</td>
             <td class="num">{samples}</td>
-            <td class="num">{e.bytes.map(|b| bytes(b.max(0) as u64))}</td>
+            <td class="num nowrap">{e.bytes.map(|b| bytes(b.max(0) as u64))}</td>
             <td class="files">
                 {location.map(|l| view! { <div class="mono small location" title=l.clone()>{l.clone()}</div> })}
                 <ul class="file-list">{files}</ul>
