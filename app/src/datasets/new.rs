@@ -216,12 +216,14 @@ fn HubSource(
             None,
         );
     };
+    // The repository id is the long one ("org/name"): its field takes the spare width.
     let field = |label: &'static str,
                  signal: RwSignal<String>,
                  placeholder: &'static str,
-                 kind: &'static str| {
+                 kind: &'static str,
+                 grow: bool| {
         view! {
-            <label>{label}
+            <label class:grow=grow>{label}
                 <input type=kind placeholder=placeholder autocomplete="off"
                     prop:value=move || signal.get() on:input=move |ev| signal.set(event_target_value(&ev))/>
             </label>
@@ -229,10 +231,10 @@ fn HubSource(
     };
     view! {
         <form class="inline-form" on:submit=on_submit>
-            {field("Dataset", repo, "HuggingFaceH4/ultrachat_200k", "text")}
-            {field("Config", config, "default", "text")}
-            {field("Split", split, "train", "text")}
-            {field("Access token (optional)", token, "hf_…", "password")}
+            {field("Dataset", repo, "HuggingFaceH4/ultrachat_200k", "text", true)}
+            {field("Config", config, "default", "text", false)}
+            {field("Split", split, "train", "text", false)}
+            {field("Access token (optional)", token, "hf_…", "password", false)}
             <button type="submit">"Preview"</button>
         </form>
         <p class="muted">"The hub's Parquet files of that config and split are downloaded to the server; the token is used for the download only and never stored."</p>
