@@ -27,6 +27,8 @@ test("an engineer saves a preset, exports it in one click and downloads the JSON
   await page.getByTestId("preview-export").click();
   await expect(page.getByTestId("preview-selected")).toHaveText("3");
   await expect(page.getByTestId("preview-completion-tokens")).toHaveText("120");
+  // Sent with the server's default thinking mode, they are counted as neither thinking nor not.
+  await expect(page.getByTestId("preview-thinking")).toHaveText("0 / 0 / 3");
 
   // Save it as a preset; it appears in the presets table.
   const presetName = unique("nightly-");

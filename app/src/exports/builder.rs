@@ -298,7 +298,18 @@ fn PreviewFigures(p: ExportPreview, stale: Signal<bool>) -> impl IntoView {
                 {kpi("duplicates removed", n(p.duplicates_removed), "preview-duplicates")}
                 {kpi("left out for the mix", n(p.mix_removed), "preview-mix")}
                 {kpi("train / validation", format!("{} / {}", n(p.train), n(p.validation)), "preview-split")}
-                {kpi("thinking / not", format!("{} / {}", n(p.thinking), n(p.non_thinking)), "preview-thinking")}
+                // A sample sent with the server's default thinking mode is neither: say so
+                // rather than show 0 / 0 for a run that reasoned throughout.
+                {kpi(
+                    "thinking / not / server's default",
+                    format!(
+                        "{} / {} / {}",
+                        n(p.thinking),
+                        n(p.non_thinking),
+                        n(p.selected.saturating_sub(p.thinking + p.non_thinking))
+                    ),
+                    "preview-thinking",
+                )}
                 {kpi("prompt tokens", n(p.prompt_tokens), "preview-prompt-tokens")}
                 {kpi("completion tokens", n(p.completion_tokens), "preview-completion-tokens")}
                 {kpi("of which reasoning", n(p.reasoning_tokens), "preview-reasoning-tokens")}
