@@ -226,6 +226,18 @@ pub async fn count(pool: &PgPool, sql: &str, run_id: i64) -> i64 {
     sqlx::query_scalar(sql).bind(run_id).fetch_one(pool).await.unwrap()
 }
 
+/// Tries of the run recorded as abandoned (cut by a stop or a lost lease); a sample claimed
+/// ahead of a free slot and never sent must record none.
+pub async fn abandoned_tries(pool: &PgPool, run_id: i64) -> i64 {
+    count(
+        pool,
+        "SELECT count(*) FROM sample_attempts a JOIN samples s ON s.id = a.sample_id
+         WHERE s.run_id = $1 AND a.result = 'abandoned'",
+        run_id,
+    )
+    .await
+}
+
 /// Every sample terminal, and exactly one counted try ended each (no sample has two results).
 pub async fn assert_exactly_one_result_each(pool: &PgPool, run_id: i64) {
     let open = count(

@@ -285,13 +285,7 @@ async fn pause_resume_and_cancel_change_what_workers_do(pool: sqlx::PgPool) {
     let running =
         count(&pool, "SELECT count(*) FROM samples WHERE run_id = $1 AND state = 'running'", run).await;
     assert_eq!(running, 0, "tries in flight finished and the samples claimed ahead went back");
-    let abandoned = count(
-        &pool,
-        "SELECT count(*) FROM sample_attempts a JOIN samples s ON s.id = a.sample_id
-         WHERE s.run_id = $1 AND a.result = 'abandoned'",
-        run,
-    )
-    .await;
+    let abandoned = abandoned_tries(&pool, run).await;
     assert_eq!(abandoned, 0, "a sample claimed ahead but never sent records no try");
     let done_while_paused =
         count(&pool, "SELECT count(*) FROM samples WHERE run_id = $1 AND state = 'ok'", run).await;

@@ -79,12 +79,6 @@ async fn a_fixed_limit_keeps_the_server_full_while_samples_wait(pool: sqlx::PgPo
     let most = readings.iter().copied().max().unwrap();
     assert!(most <= LIMIT, "never more than the limit on the server: {most}");
     assert!(mean >= LIMIT as f64 - 0.6, "the server held {mean:.2} requests on average, not {LIMIT}");
-    let unsent = count(
-        &pool,
-        "SELECT count(*) FROM sample_attempts a JOIN samples s ON s.id = a.sample_id
-         WHERE s.run_id = $1 AND a.result = 'abandoned'",
-        run,
-    )
-    .await;
+    let unsent = abandoned_tries(&pool, run).await;
     assert_eq!(unsent, 0, "samples claimed ahead were all sent, none recorded as abandoned");
 }
