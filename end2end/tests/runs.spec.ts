@@ -42,7 +42,10 @@ test("an engineer starts a run and watches it live, pausing and resuming it from
   // Pause: the status changes and, once the tries in flight finish, the count stops.
   await page.getByTestId("pause").click();
   await expect(page.getByTestId("run-status")).toHaveText("paused");
+  // Until the tries in flight have finished, the page says they are still running.
+  await expect(page.getByTestId("pause-draining")).toContainText("still running");
   await expect(page.getByTestId("kpi-running").locator(".value")).toHaveText("0", { timeout: 30_000 });
+  await expect(page.getByTestId("pause-draining")).toHaveCount(0);
   const paused = await number(await done.textContent());
   await page.waitForTimeout(2_500);
   expect(await number(await done.textContent())).toBe(paused);

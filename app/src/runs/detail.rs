@@ -99,6 +99,9 @@ fn LiveRun(snapshot: RunSnapshot, history: Vec<ChartPoint>) -> AnyView {
             </Show>
         </div>
         <Show when=move || control_error().is_some()><p class="error" role="alert">{control_error}</p></Show>
+        {move || draining_note(status(), counts.get().running).map(|note| view! {
+            <p class="muted small" data-testid="pause-draining">{note}</p>
+        })}
         {move || {
             let alerts = s().alerts;
             (!alerts.is_empty()).then(|| view! {
@@ -194,6 +197,16 @@ fn LiveRun(snapshot: RunSnapshot, history: Vec<ChartPoint>) -> AnyView {
         </div>
     }
     .into_any()
+}
+
+/// A paused run sends nothing new, but the requests already at the server run to their end
+/// (their output is kept): until they have, the page says so, rather than showing "paused"
+/// beside a running count that is still moving.
+fn draining_note(status: RunStatus, running: i64) -> Option<String> {
+    (status == RunStatus::Paused && running > 0).then(|| {
+        let what = if running == 1 { "sample is" } else { "samples are" };
+        format!("Pausing: nothing new is sent; {running} {what} still running, and will finish and be kept.")
+    })
 }
 
 #[component]
@@ -332,5 +345,19 @@ fn RetryPanel(run_id: i64, counts: Signal<domain::dashboard::StateCounts>) -> im
                 {result}
             </form>
         </section>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_paused_run_says_what_is_still_running_until_it_has_drained() {
+        assert_eq!(draining_note(RunStatus::Running, 8), None);
+        assert_eq!(draining_note(RunStatus::Paused, 0), None);
+        let note = draining_note(RunStatus::Paused, 8).unwrap();
+        assert!(note.contains("8 samples are still running"), "{note}");
+        assert!(draining_note(RunStatus::Paused, 1).unwrap().contains("1 sample is still running"));
     }
 }
