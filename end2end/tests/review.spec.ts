@@ -98,6 +98,14 @@ test("a reviewer judges samples by keyboard alone", async ({ page }) => {
   await expect(row).toContainText("empty answer, reasoning only, leftover <think> markers");
   const table = await page.getByTestId("samples-table").boundingBox();
   expect(table!.x + table!.width).toBeLessThanOrEqual(page.viewportSize()!.width);
+  // And the prompt's preview keeps room to be read, on a 1280 and a 1366 px screen alike.
+  for (const width of [1280, 1366]) {
+    await page.setViewportSize({ width, height: 800 });
+    const preview = await row.locator("td.preview").boundingBox();
+    expect(preview!.width, `the preview at ${width} px`).toBeGreaterThanOrEqual(180);
+    const wide = await page.getByTestId("samples-table").boundingBox();
+    expect(wide!.x + wide!.width).toBeLessThanOrEqual(width);
+  }
   // On a narrower screen the facets move above the list, which keeps the page's width.
   await page.setViewportSize({ width: 1024, height: 768 });
   const narrow = await page.getByTestId("samples-table").boundingBox();

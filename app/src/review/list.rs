@@ -142,7 +142,7 @@ pub fn ReviewListPage() -> impl IntoView {
                                                 view! {
                                                     <tr data-sample-id=r.id class:selected=move || selected.get() == i>
                                                         <td class="num"><A href=href>{r.id}</A></td>
-                                                        <td>{r.run_name.clone()}</td>
+                                                        <td class="run" title=r.run_name.clone()>{r.run_name.clone()}</td>
                                                         <td><span class=format::outcome_class(r.state)>{r.state.as_str()}</span></td>
                                                         <td class="mono">{r.finish_reason.clone().unwrap_or_default()}</td>
                                                         <td class="flags">{r.auto_flags.iter().chain(r.flags.iter()).map(&label).collect::<Vec<_>>().join(", ")}</td>
