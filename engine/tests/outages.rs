@@ -2,7 +2,8 @@
 //! (502, 503, 504 on every route, `/health` included), a killed server (connections refused and
 //! cut), an engine failing every request while its `/health` still answers, every stream cut
 //! mid-way, and PostgreSQL itself restarting. Tries cut by an outage are recorded, uncounted.
-//! A sample still fails for a reason of its own.
+//! A sample still fails for a reason of its own. And a database slow to take results holds up
+//! new requests only once a batch of results is waiting.
 
 use domain::generation::Concurrency;
 use engine::testing::*;
@@ -31,6 +32,10 @@ fn slow_sim() -> SimConfig {
 
 /// A run of `n` samples on `sim` at a fixed concurrency of 8.
 async fn start_run(pool: &PgPool, sim: &RunningSim, n: usize) -> i64 {
+    start_run_at(pool, sim, n, 8).await
+}
+
+async fn start_run_at(pool: &PgPool, sim: &RunningSim, n: usize, limit: u32) -> i64 {
     logs();
     let by = match sqlx::query_scalar("SELECT id FROM users WHERE username = 'eng'")
         .fetch_optional(pool)
@@ -44,7 +49,7 @@ async fn start_run(pool: &PgPool, sim: &RunningSim, n: usize) -> i64 {
     let dataset = dataset(pool, n).await;
     let mut s = settings(vec![endpoint]);
     s.max_attempts = 2;
-    s.concurrency = Concurrency::Fixed { limit: 8 };
+    s.concurrency = Concurrency::Fixed { limit };
     create_run(pool, dataset, s, by).await
 }
 
@@ -351,4 +356,44 @@ async fn a_postgresql_restart_mid_run_loses_no_generated_output() {
     assert_outage_cost_nothing(&pool, run).await;
     let generated = sim.stats().requests_finished.stop;
     assert_eq!(generated, 80, "no answer was generated twice: every held result was written");
+}
+
+/// Result writes that cannot finish (here `sample_tokens` is locked, so every settle waits, as
+/// behind a long lock or a PostgreSQL short of CPU) used to take the shared pool's connections
+/// ahead of the claim that refills the batch: with 3 connections, dispatch stopped after one
+/// batch. Results now wait on connections of their own, and new requests keep starting until
+/// two batches of tries (twice the part's 16) are alive, in flight or writing: then they stop,
+/// so memory does not grow with every answer. Once the writes go through, every sample has its
+/// one result.
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn results_waiting_for_the_database_hold_up_new_requests_only_after_a_batch(
+    options: sqlx::postgres::PgPoolOptions,
+    connect: sqlx::postgres::PgConnectOptions,
+) {
+    use sqlx::Connection;
+    let pool = options.max_connections(3).connect_with(connect.clone()).await.unwrap();
+    let sim = sim(fast_sim()).await;
+    let run = start_run_at(&pool, &sim, 80, 16).await;
+    let mut locker = sqlx::PgConnection::connect_with(&connect).await.unwrap();
+    let mut lock = locker.begin().await.unwrap();
+    sqlx::query("LOCK TABLE sample_tokens IN SHARE MODE").execute(&mut *lock).await.unwrap();
+
+    let (stop, worker) = start_worker(&pool);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while sim.stats().requests_started < 32 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Time for more to start, were nothing holding them.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let started = sim.stats().requests_started;
+    let written = count(&pool, "SELECT count(*) FROM samples WHERE run_id = $1 AND state = 'ok'", run).await;
+    assert_eq!(written, 0, "no result could be written while the table was locked");
+    assert_eq!(started, 32, "two batches started, no more and no fewer ({:?})", sim.stats());
+
+    lock.rollback().await.unwrap();
+    wait_for_status(&pool, run, "completed", Duration::from_secs(60)).await;
+    stop.cancel();
+    worker.await.unwrap().unwrap();
+    assert_outage_cost_nothing(&pool, run).await;
+    assert_eq!(sim.stats().requests_started, 80, "no sample was generated twice");
 }

@@ -66,7 +66,7 @@ impl Attempt<'_> {
                 tracing::error!(sample.id = sample_id, error = %e, "the database refused a try's record; the sample is marked failed");
                 let reason = e.to_string();
                 let failing =
-                    || queue::fail_unrecorded(&self.run.pool, sample_id, self.run.worker_id, &reason);
+                    || queue::fail_unrecorded(&self.run.results, sample_id, self.run.worker_id, &reason);
                 match write_back::persist(&self.run.hold_budget, 1024, "marking a sample failed", failing)
                     .await
                 {
@@ -294,7 +294,7 @@ impl Attempt<'_> {
         self.slot.free();
         let bytes = record.bytes();
         let release =
-            || queue::release(&self.run.pool, sample.id, self.run.worker_id, retry_after, record.clone());
+            || queue::release(&self.run.results, sample.id, self.run.worker_id, retry_after, record.clone());
         write_back::persist(&self.run.hold_budget, bytes, "returning a sample to the queue", release).await
     }
 
@@ -312,7 +312,14 @@ impl Attempt<'_> {
         self.slot.free();
         let bytes = record.bytes() + output.bytes();
         let write = || {
-            queue::settle(&self.run.pool, sample.id, self.run.worker_id, next, output.clone(), record.clone())
+            queue::settle(
+                &self.run.results,
+                sample.id,
+                self.run.worker_id,
+                next,
+                output.clone(),
+                record.clone(),
+            )
         };
         if write_back::persist(&self.run.hold_budget, bytes, "recording a try", write).await? {
             Ok((result, tokens))

@@ -4,7 +4,10 @@
 //!
 //! A few samples are claimed ahead of the free slots (`Ready`), so a slot freed by a stream that
 //! ended is filled at once, not after a query; and a try frees its slot when it sends no more,
-//! before its result is written. Both gaps left the batch of a real vLLM server short.
+//! before its result is written (on connections of its own: `worker::results_pool`). These gaps
+//! left the batch of a real vLLM server short. While results wait to be written, new tries keep
+//! starting until twice the part's tries are alive, in flight or writing: a database that cannot
+//! keep up then holds up generation, rather than the worker's memory growing with every answer.
 
 use super::{
     attempt::{Attempt, Report, TryResult},
@@ -135,7 +138,8 @@ pub(super) async fn drive(run: Arc<RunContext>, membership: Membership, mut phas
                     }
                 }
             }
-            while in_flight < part {
+            // A try still running once its slot is freed is writing its result.
+            while in_flight < part && (tasks.len() as u32) < 2 * part {
                 let Some((sample, hold)) = ready.0.pop_front() else { break };
                 in_flight += 1;
                 let slot = Slot::new(&freed_tx);

@@ -44,7 +44,10 @@ pub(crate) struct RunContext {
     pub run_id: i64,
     pub settings: RunSettings,
     pub worker_id: Uuid,
+    /// Claims, leases and the run's per-second record: what keeps requests flowing.
     pub pool: PgPool,
+    /// Tries' results (`settle`, `release`), on connections of their own (`worker::results_pool`).
+    pub results: PgPool,
     pub metrics: Arc<EngineMetrics>,
     /// Live worker processes, so a run's limit can be split between them.
     pub live_workers: Arc<AtomicU32>,

@@ -43,12 +43,32 @@ impl Default for WorkerOptions {
 pub struct Worker {
     pub id: Uuid,
     pool: PgPool,
+    results: PgPool,
     http: reqwest::Client,
     metrics: Arc<EngineMetrics>,
     options: WorkerOptions,
     live_workers: Arc<AtomicU32>,
     held: HeldSamples,
     hold_budget: HoldBudget,
+}
+
+/// Connections a worker process writes tries' results on.
+const RESULT_CONNECTIONS: u32 = 8;
+
+/// A pool of its own for tries' results, beside the one that claims samples, renews leases and
+/// records each second (and, in `serve`, answers the web app). A batch of a vLLM server's
+/// requests often ends in one step (every answer cut at the same `max_tokens`), and its
+/// results used to queue for the shared pool's connections ahead of the claim that refills the
+/// batch: with PostgreSQL short of CPU, the real vLLM server was left with a handful of requests
+/// for seconds at a time while the writes drained. Results now wait only for each other (a
+/// write that cannot get a connection in time is held like one the database refused for being
+/// away: `write_back`). The pool is the given one's twin (database, timeouts) but for its size.
+fn results_pool(pool: &PgPool) -> PgPool {
+    pool.options()
+        .clone()
+        .max_connections(RESULT_CONNECTIONS)
+        .min_connections(0)
+        .connect_lazy_with((*pool.connect_options()).clone())
 }
 
 /// An endpoint this worker drives runs on, and how to stop watching it.
@@ -74,6 +94,7 @@ impl Worker {
     ) -> Self {
         Self {
             id: Uuid::new_v4(),
+            results: results_pool(&pool),
             pool,
             http,
             options,
@@ -248,6 +269,7 @@ impl Worker {
             settings: settings.clone(),
             worker_id: self.id,
             pool: self.pool.clone(),
+            results: self.results.clone(),
             metrics: self.metrics.clone(),
             live_workers: self.live_workers.clone(),
             held: self.held.clone(),
