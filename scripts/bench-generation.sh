@@ -5,7 +5,10 @@
 # cargo bench; BENCH_* variables choose servers and rounds (see engine/benches/generation).
 # REAL_VLLM_SERVER_CPUS (a core list such as `1` or `2-7`) serves vLLM on those cores alone and
 # runs the clients, the benchmark and PostgreSQL on the others, as when the server has a host of
-# its own; unset, everything shares every core and each client's own CPU comes out of the
+# its own. REAL_VLLM_MODEL_CPUS instead runs only vLLM's model worker (its OpenMP threads) on
+# those cores, and vLLM's API process beside the clients, the benchmark and PostgreSQL on the
+# others, as on a GPU server: the model has the GPU to itself and the API process shares the
+# host's CPU. Unset, everything shares every core and each client's own CPU comes out of the
 # server's generation rate.
 #   usage: scripts/bench-generation.sh
 source "$(dirname "$0")/lib.sh"
@@ -19,7 +22,17 @@ if [[ ",${BENCH_SERVERS:-real,seed,flat}," == *,real,* ]]; then
   say "installing the real vLLM server (once, about 7 GB)"
   bash "$tools/setup.sh" "$venv" "$model" >/dev/null
   pin_server=()
-  if [ -n "${REAL_VLLM_SERVER_CPUS:-}" ]; then
+  [ -z "${REAL_VLLM_SERVER_CPUS:-}" ] || [ -z "${REAL_VLLM_MODEL_CPUS:-}" ] \
+    || die "set REAL_VLLM_SERVER_CPUS (the whole server) or REAL_VLLM_MODEL_CPUS (its model worker), not both"
+  if [ -n "${REAL_VLLM_MODEL_CPUS:-}" ]; then
+    client_cpus=$(other_cpus "$REAL_VLLM_MODEL_CPUS")
+    [ -n "$client_cpus" ] || die "REAL_VLLM_MODEL_CPUS=$REAL_VLLM_MODEL_CPUS leaves no core for the rest"
+    # The model worker's OpenMP threads are bound by vLLM itself; every other thread of the
+    # server keeps the affinity it starts with.
+    export VLLM_CPU_OMP_THREADS_BIND=$REAL_VLLM_MODEL_CPUS
+    pin_server=(taskset -c "$client_cpus")
+    pin_postgres "$client_cpus"
+  elif [ -n "${REAL_VLLM_SERVER_CPUS:-}" ]; then
     client_cpus=$(other_cpus "$REAL_VLLM_SERVER_CPUS")
     [ -n "$client_cpus" ] || die "REAL_VLLM_SERVER_CPUS=$REAL_VLLM_SERVER_CPUS leaves no core for the clients"
     # vLLM binds its OpenMP threads itself; its API process keeps the affinity it starts with.
@@ -27,7 +40,9 @@ if [[ ",${BENCH_SERVERS:-real,seed,flat}," == *,real,* ]]; then
     pin_server=(taskset -c "$REAL_VLLM_SERVER_CPUS")
     pin_postgres "$client_cpus"
   fi
-  say "starting vLLM on 127.0.0.1:$port${REAL_VLLM_SERVER_CPUS:+ (cores $REAL_VLLM_SERVER_CPUS; clients and PostgreSQL on $client_cpus)}"
+  where=${REAL_VLLM_SERVER_CPUS:+ (cores $REAL_VLLM_SERVER_CPUS; clients and PostgreSQL on $client_cpus)}
+  where=${where:-${REAL_VLLM_MODEL_CPUS:+ (model worker on cores $REAL_VLLM_MODEL_CPUS; its API process, clients and PostgreSQL on $client_cpus)}}
+  say "starting vLLM on 127.0.0.1:$port$where"
   pid=$("${pin_server[@]}" bash "$tools/serve.sh" "$venv" "$model" "$port")
   trap 'kill -- -$pid 2>/dev/null || kill $pid 2>/dev/null; unpin_postgres' EXIT
   export BENCH_REAL_VLLM_URL=http://127.0.0.1:$port BENCH_PLAIN_PYTHON=$venv/bin/python
