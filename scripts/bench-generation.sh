@@ -22,26 +22,22 @@ if [[ ",${BENCH_SERVERS:-real,seed,flat}," == *,real,* ]]; then
   say "installing the real vLLM server (once, about 7 GB)"
   bash "$tools/setup.sh" "$venv" "$model" >/dev/null
   pin_server=()
-  [ -z "${REAL_VLLM_SERVER_CPUS:-}" ] || [ -z "${REAL_VLLM_MODEL_CPUS:-}" ] \
+  server_cpus=${REAL_VLLM_SERVER_CPUS:-} model_cpus=${REAL_VLLM_MODEL_CPUS:-}
+  [ -z "$server_cpus" ] || [ -z "$model_cpus" ] \
     || die "set REAL_VLLM_SERVER_CPUS (the whole server) or REAL_VLLM_MODEL_CPUS (its model worker), not both"
-  if [ -n "${REAL_VLLM_MODEL_CPUS:-}" ]; then
-    client_cpus=$(other_cpus "$REAL_VLLM_MODEL_CPUS")
-    [ -n "$client_cpus" ] || die "REAL_VLLM_MODEL_CPUS=$REAL_VLLM_MODEL_CPUS leaves no core for the rest"
-    # The model worker's OpenMP threads are bound by vLLM itself; every other thread of the
-    # server keeps the affinity it starts with.
-    export VLLM_CPU_OMP_THREADS_BIND=$REAL_VLLM_MODEL_CPUS
-    pin_server=(taskset -c "$client_cpus")
-    pin_postgres "$client_cpus"
-  elif [ -n "${REAL_VLLM_SERVER_CPUS:-}" ]; then
-    client_cpus=$(other_cpus "$REAL_VLLM_SERVER_CPUS")
-    [ -n "$client_cpus" ] || die "REAL_VLLM_SERVER_CPUS=$REAL_VLLM_SERVER_CPUS leaves no core for the clients"
-    # vLLM binds its OpenMP threads itself; its API process keeps the affinity it starts with.
-    export VLLM_CPU_OMP_THREADS_BIND=$REAL_VLLM_SERVER_CPUS
-    pin_server=(taskset -c "$REAL_VLLM_SERVER_CPUS")
+  own=${server_cpus:-$model_cpus}
+  if [ -n "$own" ]; then
+    client_cpus=$(other_cpus "$own")
+    [ -n "$client_cpus" ] || die "cores $own leave none for the clients and PostgreSQL"
+    # vLLM binds its OpenMP threads (the model worker) itself; every other thread of the server
+    # keeps the affinity it starts with: the server's own cores, or the clients' when only the
+    # model worker has cores of its own.
+    export VLLM_CPU_OMP_THREADS_BIND=$own
+    pin_server=(taskset -c "${server_cpus:-$client_cpus}")
     pin_postgres "$client_cpus"
   fi
-  where=${REAL_VLLM_SERVER_CPUS:+ (cores $REAL_VLLM_SERVER_CPUS; clients and PostgreSQL on $client_cpus)}
-  where=${where:-${REAL_VLLM_MODEL_CPUS:+ (model worker on cores $REAL_VLLM_MODEL_CPUS; its API process, clients and PostgreSQL on $client_cpus)}}
+  where=${server_cpus:+ (cores $server_cpus; clients and PostgreSQL on $client_cpus)}
+  where=${where:-${model_cpus:+ (model worker on cores $model_cpus; its API process, clients and PostgreSQL on $client_cpus)}}
   say "starting vLLM on 127.0.0.1:$port$where"
   pid=$("${pin_server[@]}" bash "$tools/serve.sh" "$venv" "$model" "$port")
   trap 'kill -- -$pid 2>/dev/null || kill $pid 2>/dev/null; unpin_postgres' EXIT
