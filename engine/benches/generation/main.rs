@@ -26,7 +26,8 @@
 //! shows each client's median round), `BENCH_REAL_ROUNDS` (3), `BENCH_REAL_CONFIRM` (4 pairs
 //! a target; 0 judges on the sweep's rounds), `BENCH_REAL_PROMPTS` (512),
 //! `BENCH_REAL_PLAIN` (the plain clients on the real server: `64` whole answers, `64s` streamed,
-//! `64i` streamed with token ids, a chunk every 16 tokens; default `64,128,256,64i`),
+//! `64i` streamed with token ids, a chunk every 16 tokens, or every 256 with `64i256`; default
+//! `64,128,256,64i`),
 //! `BENCH_REAL_ENDPOINT` (`each-run`: every engine run registers the real server anew and
 //! starts cold, its first wave streamed at the run's interval and an adaptive limit at its
 //! starting value; `kept`: one registration for the benchmark, as a team keeps a server, so
@@ -93,20 +94,27 @@ enum Plain {
 enum Shape {
     /// Whole answers, no streaming: what a script usually does.
     Whole,
-    /// Streamed with `stream_interval` 16, as Draft Studio streams.
-    Streamed,
-    /// Streamed with the token ids as well, as Draft Studio asks (at interval 16, where Draft
-    /// Studio asks for a chunk every few seconds), so that what the server spends on the
-    /// request is told apart from what the client spends.
-    StreamedWithIds,
+    /// Streamed, a chunk every `interval` tokens.
+    Streamed { interval: u32 },
+    /// Streamed with the token ids as well, as Draft Studio asks (Draft Studio asks for a chunk
+    /// every few seconds: 256 tokens on the real CPU server), so that what the server spends on
+    /// the request is told apart from what the client spends.
+    StreamedWithIds { interval: u32 },
 }
 
 impl Shape {
-    fn flags(self) -> &'static [&'static str] {
+    fn flags(self) -> Vec<String> {
         match self {
-            Shape::Whole => &[],
-            Shape::Streamed => &["--stream"],
-            Shape::StreamedWithIds => &["--stream", "--token-ids"],
+            Shape::Whole => vec![],
+            Shape::Streamed { interval } => {
+                vec!["--stream".into(), "--stream-interval".into(), interval.to_string()]
+            }
+            Shape::StreamedWithIds { interval } => vec![
+                "--stream".into(),
+                "--token-ids".into(),
+                "--stream-interval".into(),
+                interval.to_string(),
+            ],
         }
     }
 }
@@ -121,13 +129,17 @@ enum Client {
 impl Client {
     fn name(&self) -> String {
         match *self {
-            Client::Plain(Plain::Python { concurrency, shape }) => match shape {
-                Shape::Whole => format!("plain Python, {concurrency} at once, whole answers"),
-                Shape::Streamed => format!("plain Python, {concurrency} at once, streamed (interval 16)"),
-                Shape::StreamedWithIds => {
-                    format!("plain Python, {concurrency} at once, streamed with token ids (interval 16)")
+            Client::Plain(Plain::Python { concurrency, shape }) => {
+                match shape {
+                    Shape::Whole => format!("plain Python, {concurrency} at once, whole answers"),
+                    Shape::Streamed { interval } => {
+                        format!("plain Python, {concurrency} at once, streamed (interval {interval})")
+                    }
+                    Shape::StreamedWithIds { interval } => {
+                        format!("plain Python, {concurrency} at once, streamed with token ids (interval {interval})")
+                    }
                 }
-            },
+            }
             Client::Plain(Plain::TimedOut { concurrency, timeout_secs }) => {
                 format!("plain script, {concurrency} at once, {timeout_secs:.0} s timeout, no retry")
             }
@@ -147,6 +159,10 @@ struct Outcome {
     /// Completion tokens of the answers that came back, per second of the run (for simulators,
     /// per simulated second).
     useful_tps: f64,
+    /// Requests in flight on average over the run: the sum of their durations over the run's
+    /// span (`None` for the simulators' timed-out script). A client behind the plain one at
+    /// the same limit shows here whether it kept its slots full.
+    in_flight: Option<f64>,
     /// The engine's limit at the end and why.
     limit: Option<String>,
     /// What the server sent back, by outcome (the engine's runs on the real server).
@@ -471,7 +487,13 @@ fn median(values: &[f64]) -> f64 {
 /// One run of `client`, its rate and losses printed under `label` as it ends.
 async fn run_reported(pool: &PgPool, by: i64, server: &Server, client: Client, label: &str) -> Outcome {
     let outcome = run_client(pool, by, server, client).await;
-    eprintln!("  {label}: {}: {:.0} tok/s, {} lost", client.name(), outcome.useful_tps, outcome.lost);
+    let in_flight = outcome.in_flight.map(|n| format!(", {n:.1} in flight on average")).unwrap_or_default();
+    eprintln!(
+        "  {label}: {}: {:.0} tok/s{in_flight}, {} lost",
+        client.name(),
+        outcome.useful_tps,
+        outcome.lost
+    );
     outcome
 }
 
@@ -507,6 +529,7 @@ async fn run_client(pool: &PgPool, by: i64, server: &Server, client: Client) -> 
                         lost: outcomes.iter().filter(|o| o.tokens.is_none()).count(),
                         total: outcomes.len(),
                         useful_tps: useful as f64 / seconds,
+                        in_flight: None,
                         limit: None,
                         details: None,
                     }
@@ -572,9 +595,10 @@ async fn engine_run(
     .fetch_one(pool)
     .await
     .unwrap();
-    // From the first request sent, as the plain clients time themselves.
-    let first: f64 = sqlx::query_scalar(
-        "SELECT extract(epoch FROM min(a.started_at))::float8
+    // From the first request sent, as the plain clients time themselves; with the tries' time
+    // at the server.
+    let (first, busy): (f64, f64) = sqlx::query_as(
+        "SELECT extract(epoch FROM min(a.started_at))::float8, COALESCE(sum(a.duration_ms), 0)::float8 / 1000
          FROM sample_attempts a JOIN samples s ON s.id = a.sample_id WHERE s.run_id = $1",
     )
     .bind(run)
@@ -602,6 +626,7 @@ async fn engine_run(
         lost: lost as usize,
         total: total as usize,
         useful_tps: useful as f64 / ((last - first) * scale),
+        in_flight: Some(busy / (last - first)),
         limit: adaptive.then(|| format!("{}: {}", limit.0, limit.1)),
         details,
     }
@@ -682,24 +707,37 @@ fn python_client(
         lost: report["lost"].as_u64().unwrap() as usize,
         total: prompts.len(),
         useful_tps: report["tokens"].as_f64().unwrap() / report["seconds"].as_f64().unwrap(),
+        in_flight: report["busy_seconds"].as_f64().map(|busy| busy / report["seconds"].as_f64().unwrap()),
         limit: None,
         details: None,
     }
 }
 
-/// `64` (whole answers), `64s` (streamed) or `64i` (streamed with token ids), as in
-/// `BENCH_REAL_PLAIN`.
+/// `64` (whole answers), `64s` (streamed) or `64i` (streamed with token ids), a chunk every 16
+/// tokens or every N with a number after the letter (`64i256`), as in `BENCH_REAL_PLAIN`.
 fn plain_client(spec: &str) -> Plain {
-    let (digits, shape) = match spec.strip_suffix('s') {
-        Some(n) => (n, Shape::Streamed),
-        None => match spec.strip_suffix('i') {
-            Some(n) => (n, Shape::StreamedWithIds),
-            None => (spec, Shape::Whole),
-        },
+    let bad = || -> ! {
+        panic!(
+            "BENCH_REAL_PLAIN: `{spec}` is not a concurrency with an optional s (streamed) or i (with token ids), \
+             and after the letter an optional chunk interval in tokens (64, 64s, 64i, 64i256)"
+        )
     };
-    let concurrency = digits.parse().unwrap_or_else(|_| {
-        panic!("BENCH_REAL_PLAIN: `{spec}` is not a concurrency with an optional s (streamed) or i (with token ids)")
-    });
+    let (digits, shape) = match spec.find(['s', 'i']) {
+        None => (spec, Shape::Whole),
+        Some(at) => {
+            let interval = match &spec[at + 1..] {
+                "" => 16,
+                n => n.parse().ok().filter(|&n| n > 0).unwrap_or_else(|| bad()),
+            };
+            let shape = if spec.as_bytes()[at] == b's' {
+                Shape::Streamed { interval }
+            } else {
+                Shape::StreamedWithIds { interval }
+            };
+            (&spec[..at], shape)
+        }
+    };
+    let concurrency = digits.parse().unwrap_or_else(|_| bad());
     Plain::Python { concurrency, shape }
 }
 

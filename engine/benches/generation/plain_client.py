@@ -7,7 +7,9 @@ against a real vLLM server.
 `--token-ids` asks for the token ids as Draft Studio does (`return_token_ids`), so the request
 is the engine's own and what the server spends on it is told apart from what the client spends.
 
-Prints one JSON object: answered, lost, completion tokens, seconds (first send to last answer).
+Prints one JSON object: answered, lost, completion tokens, seconds (first send to last answer),
+and busy seconds (the requests' durations summed: over seconds, the requests in flight on
+average).
 """
 
 import argparse
@@ -58,7 +60,10 @@ async def main():
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(connector=connector) as session:
 
+        busy = 0.0
+
         async def guarded(prompt):
+            nonlocal busy
             async with slots:
                 body = {
                     "model": args.model,
@@ -69,7 +74,11 @@ async def main():
                     body.update(stream=True, stream_options={"include_usage": True}, stream_interval=args.stream_interval)
                 if args.token_ids:
                     body.update(return_token_ids=True)
-                return await one(session, url, body, args.stream, args.timeout)
+                sent = time.monotonic()
+                try:
+                    return await one(session, url, body, args.stream, args.timeout)
+                finally:
+                    busy += time.monotonic() - sent
 
         start = time.monotonic()
         results = await asyncio.gather(*(guarded(p) for p in prompts))
@@ -80,6 +89,7 @@ async def main():
         "lost": len(results) - len(answered),
         "tokens": sum(answered),
         "seconds": seconds,
+        "busy_seconds": busy,
     }))
 
 
