@@ -94,27 +94,23 @@ enum Plain {
 enum Shape {
     /// Whole answers, no streaming: what a script usually does.
     Whole,
-    /// Streamed, a chunk every `interval` tokens.
-    Streamed { interval: u32 },
-    /// Streamed with the token ids as well, as Draft Studio asks (Draft Studio asks for a chunk
-    /// every few seconds: 256 tokens on the real CPU server), so that what the server spends on
-    /// the request is told apart from what the client spends.
-    StreamedWithIds { interval: u32 },
+    /// Streamed, a chunk every `interval` tokens; with `token_ids`, the ids as well, as Draft
+    /// Studio asks (a chunk every few seconds: 256 tokens on the real CPU server), so that what
+    /// the server spends on the request is told apart from what the client spends.
+    Streamed { interval: u32, token_ids: bool },
 }
 
 impl Shape {
     fn flags(self) -> Vec<String> {
         match self {
             Shape::Whole => vec![],
-            Shape::Streamed { interval } => {
-                vec!["--stream".into(), "--stream-interval".into(), interval.to_string()]
+            Shape::Streamed { interval, token_ids } => {
+                let mut flags = vec!["--stream".into(), "--stream-interval".into(), interval.to_string()];
+                if token_ids {
+                    flags.push("--token-ids".into());
+                }
+                flags
             }
-            Shape::StreamedWithIds { interval } => vec![
-                "--stream".into(),
-                "--token-ids".into(),
-                "--stream-interval".into(),
-                interval.to_string(),
-            ],
         }
     }
 }
@@ -129,17 +125,13 @@ enum Client {
 impl Client {
     fn name(&self) -> String {
         match *self {
-            Client::Plain(Plain::Python { concurrency, shape }) => {
-                match shape {
-                    Shape::Whole => format!("plain Python, {concurrency} at once, whole answers"),
-                    Shape::Streamed { interval } => {
-                        format!("plain Python, {concurrency} at once, streamed (interval {interval})")
-                    }
-                    Shape::StreamedWithIds { interval } => {
-                        format!("plain Python, {concurrency} at once, streamed with token ids (interval {interval})")
-                    }
+            Client::Plain(Plain::Python { concurrency, shape }) => match shape {
+                Shape::Whole => format!("plain Python, {concurrency} at once, whole answers"),
+                Shape::Streamed { interval, token_ids } => {
+                    let ids = if token_ids { " with token ids" } else { "" };
+                    format!("plain Python, {concurrency} at once, streamed{ids} (interval {interval})")
                 }
-            }
+            },
             Client::Plain(Plain::TimedOut { concurrency, timeout_secs }) => {
                 format!("plain script, {concurrency} at once, {timeout_secs:.0} s timeout, no retry")
             }
@@ -729,12 +721,7 @@ fn plain_client(spec: &str) -> Plain {
                 "" => 16,
                 n => n.parse().ok().filter(|&n| n > 0).unwrap_or_else(|| bad()),
             };
-            let shape = if spec.as_bytes()[at] == b's' {
-                Shape::Streamed { interval }
-            } else {
-                Shape::StreamedWithIds { interval }
-            };
-            (&spec[..at], shape)
+            (&spec[..at], Shape::Streamed { interval, token_ids: spec.as_bytes()[at] == b'i' })
         }
     };
     let concurrency = digits.parse().unwrap_or_else(|_| bad());
