@@ -277,10 +277,16 @@ async fn measure(pool: &PgPool, by: i64, server: &Server) -> Vec<String> {
         server.rounds
     );
     // Set by scripts/bench-generation.sh, which pins the processes.
-    if let (ServerKind::Real { .. }, Ok(cores)) = (&server.kind, std::env::var("REAL_VLLM_SERVER_CPUS")) {
-        println!(
-            "The server ran on core(s) {cores} alone; the clients, this benchmark and PostgreSQL on the others.\n"
-        );
+    if matches!(server.kind, ServerKind::Real { .. }) {
+        if let Ok(cores) = std::env::var("REAL_VLLM_SERVER_CPUS") {
+            println!(
+                "The server ran on core(s) {cores} alone; the clients, this benchmark and PostgreSQL on the others.\n"
+            );
+        } else if let Ok(cores) = std::env::var("REAL_VLLM_MODEL_CPUS") {
+            println!(
+                "The server's model worker ran on core(s) {cores} alone; its API process, the clients, this benchmark and PostgreSQL on the others.\n"
+            );
+        }
     }
     if server.kept_endpoint.is_some() {
         println!(
