@@ -104,7 +104,7 @@ pub fn EndpointsPage() -> impl IntoView {
                         <table class="data" data-testid="endpoints-table">
                             <thead><tr>
                                 <th>"Name"</th><th>"URL"</th><th>"Models (max_model_len)"</th><th>"Last check"</th>
-                                <th>"Serving"</th><th class="num">"Limit"</th><th>"Load"</th><th>"Runs (share)"</th><th></th>
+                                <th>"Serving"</th><th class="num">"Limit"</th><th>"Load"</th><th>"Draft"</th><th>"Runs (share)"</th><th></th>
                             </tr></thead>
                             <tbody>
                                 {list.into_iter().map(|e| view! { <EndpointRow endpoint=e check delete/> }).collect_view()}
@@ -167,6 +167,7 @@ fn EndpointRow(
             <td data-testid="endpoint-serving"><Serving capacity=capacity.clone()/></td>
             <td class="num" data-testid="endpoint-limit">{limit}</td>
             <td><Load capacity=capacity.clone()/></td>
+            <td data-testid="endpoint-draft"><Draft runs_draft=endpoint.runs_draft acceptance=endpoint.draft_acceptance/></td>
             <td data-testid="endpoint-runs">{runs}</td>
             <td class="actions">
                 <button class="link" on:click=move |_| { check.dispatch(CheckEndpoint { id }); }>"Test"</button>
@@ -200,6 +201,30 @@ pub fn Serving(capacity: Option<EndpointCapacity>) -> impl IntoView {
             let why = c.health_reason.unwrap_or_default();
             view! { <span class="badge bad" title=why.clone()>"down"</span> " " <span class="small">{why}</span> }.into_any()
         }
+    }
+}
+
+/// Whether the server runs a speculative-decoding draft, and its acceptance length over about
+/// the last minute while runs use it.
+#[component]
+pub fn Draft(
+    runs_draft: Option<bool>,
+    acceptance: Option<domain::endpoint::WindowAcceptance>,
+) -> impl IntoView {
+    match (runs_draft, acceptance) {
+        (_, Some(w)) => {
+            let title = format!(
+                "1 + accepted ÷ verify steps of the server's spec_decode counters over the last {:.0} s",
+                w.seconds
+            );
+            view! { <span class="badge ok">"draft"</span> " " <span class="small num" title=title>{format!("acceptance {:.2}", w.length)}</span> }.into_any()
+        }
+        (Some(true), None) => view! {
+            <span class="badge ok">"draft"</span> " "
+            <span class="small muted" title="No verify steps read in the last minute (acceptance is read while runs use the server)">"no recent steps"</span>
+        }.into_any(),
+        (Some(false), None) => view! { <span class="muted" title="Its /metrics has no spec_decode counters">"none"</span> }.into_any(),
+        (None, None) => view! { <span class="muted" title="Its /metrics could not be read at the last test">"—"</span> }.into_any(),
     }
 }
 

@@ -19,6 +19,13 @@ pub struct EndpointSummary {
     pub checked_at: Option<OffsetDateTime>,
     pub check_error: Option<String>,
     pub created_at: OffsetDateTime,
+    /// Whether the server runs a speculative-decoding draft (its `/metrics` has `spec_decode`
+    /// counters), as the last connection test saw; `None` when its `/metrics` could not be read.
+    #[serde(default)]
+    pub runs_draft: Option<bool>,
+    /// The draft's acceptance length over about the last minute, while runs use the server.
+    #[serde(default)]
+    pub draft_acceptance: Option<WindowAcceptance>,
     /// The server's adaptive limit and load as the workers last saw them (none until a run
     /// has used it).
     pub capacity: Option<EndpointCapacity>,
@@ -41,6 +48,14 @@ pub struct EndpointCapacity {
     pub kv_usage: Option<f64>,
     pub generation_tps: Option<f64>,
     pub observed_at: Option<OffsetDateTime>,
+}
+
+/// A server's acceptance length over a recent window of its counters (`1 + Δaccepted ÷ Δdrafts`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WindowAcceptance {
+    pub length: f64,
+    /// The window's length.
+    pub seconds: f64,
 }
 
 /// A run using an endpoint.

@@ -73,6 +73,25 @@ impl ReviewFilter {
 pub const PROBLEM_FLAGS: [&str; 5] =
     ["truncated", "empty_answer", "reasoning_only", "repetition", "think_markers"];
 
+/// An export's data file: which split a sample went to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "sqlx", derive(sqlx::Type))]
+#[cfg_attr(feature = "sqlx", sqlx(type_name = "export_split", rename_all = "snake_case"))]
+pub enum ExportSplit {
+    Train,
+    Validation,
+}
+
+impl ExportSplit {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExportSplit::Train => "train",
+            ExportSplit::Validation => "validation",
+        }
+    }
+}
+
 /// The thinking / non-thinking mix of the exported set.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "mode", rename_all = "snake_case")]

@@ -1,5 +1,6 @@
 //! Generation runs: their settings, and the states and outcomes of their samples.
 
+use crate::export::ExportSplit;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -16,6 +17,10 @@ pub enum Thinking {
     Mix { on_ratio: f64 },
     /// Send no `chat_template_kwargs`; the server's template decides.
     ServerDefault,
+    /// Each prompt keeps the mode it had in the run or export it comes from (a run drawing
+    /// from one: `Selection::Run` or `Selection::Export`), so an evaluation sends exactly what
+    /// was generated before.
+    AsSource,
 }
 
 /// Which assistant turns of a conversation are regenerated.
@@ -65,6 +70,30 @@ pub enum Selection {
         count: u64,
         seed: u64,
     },
+    /// The prompts of an earlier run: the same rows of the same dataset.
+    Run {
+        run_id: i64,
+    },
+    /// The prompts of one split of a finished export (its rows must all be of one dataset).
+    Export {
+        export_id: i64,
+        split: ExportSplit,
+    },
+    /// `count` rows drawn with `seed`, with a quota per category weighted toward the categories
+    /// where evaluation run `evaluation_run_id` accepted least
+    /// (`acceptance::weighted_quotas`).
+    Weighted {
+        evaluation_run_id: i64,
+        count: u64,
+        seed: u64,
+    },
+}
+
+impl Selection {
+    /// Whether the rows come from an earlier run or export, whose thinking modes a run can keep.
+    pub fn has_source_modes(&self) -> bool {
+        matches!(self, Selection::Run { .. } | Selection::Export { .. })
+    }
 }
 
 /// Everything a run sends and how it behaves. Stored with the run as versioned JSON

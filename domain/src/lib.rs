@@ -3,6 +3,7 @@
 //! Nothing here touches I/O. Enums that are stored in PostgreSQL derive `sqlx::Type` only under
 //! the `sqlx` feature, which the engine enables and the wasm build never sees.
 
+pub mod acceptance;
 pub mod access;
 pub mod dashboard;
 pub mod dataset;

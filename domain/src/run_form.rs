@@ -1,6 +1,8 @@
 //! The new-run form as the browser sends it (plain strings, as typed), and its parsing into
 //! settings, with every problem phrased as what to change.
 
+use crate::acceptance::DraftRef;
+use crate::export::ExportSplit;
 use crate::generation::{Concurrency, RunSettings, Selection, Thinking, TurnMode};
 use serde::{Deserialize, Serialize};
 
@@ -18,11 +20,29 @@ pub struct DatasetChoice {
 pub struct RunForm {
     pub name: String,
     pub dataset_id: Option<i64>,
-    /// `all`, `categories` or `sample`.
+    /// `all`, `categories`, `sample`, `run` (an earlier run's prompts), `export` (an export's
+    /// split) or `weighted` (toward an evaluation's weakest categories).
     pub selection: String,
     pub categories: Vec<String>,
+    /// How many rows `sample` and `weighted` draw, and with which seed.
     pub sample_count: String,
     pub sample_seed: String,
+    /// The earlier run whose prompts `run` sends again.
+    #[serde(default)]
+    pub source_run_id: Option<i64>,
+    /// The export, and its split (`validation` or `train`), whose prompts `export` sends.
+    #[serde(default)]
+    pub source_export_id: Option<i64>,
+    #[serde(default)]
+    pub source_split: String,
+    /// The evaluation run whose acceptance per category weighs a `weighted` draw.
+    #[serde(default)]
+    pub weighted_evaluation_id: Option<i64>,
+    /// Set to evaluate a named draft (the endpoints serve the target with that draft).
+    #[serde(default)]
+    pub draft_name: String,
+    #[serde(default)]
+    pub draft_revision: String,
     pub endpoint_ids: Vec<i64>,
     pub model: String,
     pub max_tokens: String,
@@ -54,6 +74,8 @@ pub struct ParsedRun {
     pub dataset_id: i64,
     pub selection: Selection,
     pub settings: RunSettings,
+    /// The draft this run evaluates; `None` for a generation run.
+    pub draft: Option<DraftRef>,
 }
 
 struct Fields<'a> {
@@ -97,6 +119,7 @@ impl RunForm {
         Self {
             selection: "all".into(),
             sample_seed: "42".into(),
+            source_split: ExportSplit::Validation.as_str().into(),
             max_tokens: "4096".into(),
             thinking: "server_default".into(),
             thinking_ratio: "0.5".into(),
@@ -123,6 +146,45 @@ impl RunForm {
                 let seed = f.required::<u64>(&self.sample_seed, "the sampling seed");
                 count.zip(seed).map(|(count, seed)| Selection::Sample { count, seed })
             }
+            "run" => match self.source_run_id {
+                Some(run_id) => Some(Selection::Run { run_id }),
+                None => {
+                    f.problems.push("choose the run whose prompts to send again".into());
+                    None
+                }
+            },
+            "export" => {
+                let split = match self.source_split.as_str() {
+                    "validation" => Some(ExportSplit::Validation),
+                    "train" => Some(ExportSplit::Train),
+                    other => {
+                        f.problems
+                            .push(format!("an export's split is `validation` or `train`, not `{other}`"));
+                        None
+                    }
+                };
+                match (self.source_export_id, split) {
+                    (Some(export_id), Some(split)) => Some(Selection::Export { export_id, split }),
+                    (None, _) => {
+                        f.problems.push("choose the export whose prompts to send".into());
+                        None
+                    }
+                    _ => None,
+                }
+            }
+            "weighted" => {
+                let count = f.required::<u64>(&self.sample_count, "the number of rows to draw");
+                let seed = f.required::<u64>(&self.sample_seed, "the sampling seed");
+                if self.weighted_evaluation_id.is_none() {
+                    f.problems.push("choose the evaluation whose weakest categories to draw toward".into());
+                }
+                match (self.weighted_evaluation_id, count, seed) {
+                    (Some(evaluation_run_id), Some(count), Some(seed)) => {
+                        Some(Selection::Weighted { evaluation_run_id, count, seed })
+                    }
+                    _ => None,
+                }
+            }
             other => {
                 f.problems.push(format!("unknown row selection `{other}`"));
                 None
@@ -134,6 +196,7 @@ impl RunForm {
         let seed = f.optional::<i64>(&self.seed, "the sampling seed of the model");
         let thinking = match self.thinking.as_str() {
             "server_default" => Some(Thinking::ServerDefault),
+            "as_source" => Some(Thinking::AsSource),
             "on" => Some(Thinking::On),
             "off" => Some(Thinking::Off),
             "mix" => f
@@ -202,9 +265,23 @@ impl RunForm {
             ..RunSettings::with_defaults(self.model.trim(), self.endpoint_ids.clone(), max_tokens)
         };
         problems.extend(settings.problems());
+        if settings.thinking == Thinking::AsSource && !selection.has_source_modes() {
+            problems.push(
+                "thinking \"as the source\" keeps the modes of an earlier run or export: send one's prompts, or choose a mode"
+                    .into(),
+            );
+        }
+        let draft = match (self.draft_name.trim(), self.draft_revision.trim()) {
+            ("", "") => None,
+            ("", _) => {
+                problems.push("name the draft the revision belongs to".into());
+                None
+            }
+            (name, revision) => Some(DraftRef { name: name.to_string(), revision: revision.to_string() }),
+        };
         match self.dataset_id {
             Some(dataset_id) if problems.is_empty() => {
-                Ok(ParsedRun { name: self.name.trim().to_string(), dataset_id, selection, settings })
+                Ok(ParsedRun { name: self.name.trim().to_string(), dataset_id, selection, settings, draft })
             }
             _ => Err(problems),
         }
@@ -262,6 +339,48 @@ mod tests {
             "{problems:?}"
         );
         assert!(problems.contains(&"fixed concurrency must be at least 1".to_string()), "{problems:?}");
+    }
+
+    #[test]
+    fn an_evaluation_names_its_draft_and_sends_an_earlier_runs_prompts_as_they_were() {
+        let form = RunForm {
+            selection: "run".into(),
+            source_run_id: Some(9),
+            thinking: "as_source".into(),
+            draft_name: " eagle3-qwen3 ".into(),
+            draft_revision: "step-4000".into(),
+            ..filled()
+        };
+        let run = form.parse().unwrap();
+        assert_eq!(run.selection, Selection::Run { run_id: 9 });
+        assert_eq!(run.settings.thinking, Thinking::AsSource);
+        assert_eq!(run.draft, Some(DraftRef { name: "eagle3-qwen3".into(), revision: "step-4000".into() }));
+        let export =
+            RunForm { selection: "export".into(), source_export_id: Some(4), ..filled() }.parse().unwrap();
+        assert_eq!(export.selection, Selection::Export { export_id: 4, split: ExportSplit::Validation });
+        assert_eq!(export.draft, None, "no name, a generation run");
+
+        let problems = RunForm { thinking: "as_source".into(), draft_revision: "x".into(), ..filled() }
+            .parse()
+            .unwrap_err()
+            .join("; ");
+        assert!(problems.contains("as the source"), "{problems}");
+        assert!(problems.contains("name the draft"), "{problems}");
+        let problems = RunForm { selection: "weighted".into(), sample_count: "100".into(), ..filled() }
+            .parse()
+            .unwrap_err()
+            .join("; ");
+        assert!(problems.contains("choose the evaluation"), "{problems}");
+        let weighted = RunForm {
+            selection: "weighted".into(),
+            weighted_evaluation_id: Some(2),
+            sample_count: "100".into(),
+            ..filled()
+        };
+        assert_eq!(
+            weighted.parse().unwrap().selection,
+            Selection::Weighted { evaluation_run_id: 2, count: 100, seed: 42 }
+        );
     }
 
     #[test]

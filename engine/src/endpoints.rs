@@ -71,14 +71,21 @@ pub async fn check(pool: &PgPool, http: &reqwest::Client, id: i64) -> Result<End
         None => target.client(http.clone())?.version().await.ok().flatten(),
         Some(_) => None,
     };
+    // Whether it runs a draft: vLLM exports spec_decode counters only then. Unknown (NULL)
+    // when its /metrics cannot be read.
+    let runs_draft = match &error {
+        None => target.client(http.clone())?.load().await.ok().flatten().map(|load| load.spec.is_some()),
+        Some(_) => None,
+    };
     sqlx::query!(
         "UPDATE endpoints SET models = COALESCE($2, models), checked_at = now(), check_error = $3,
-                server_version = COALESCE($4, server_version)
+                server_version = COALESCE($4, server_version), runs_draft = $5
          WHERE id = $1",
         id,
         models_json,
         error,
-        version
+        version,
+        runs_draft
     )
     .execute(pool)
     .await?;
@@ -88,7 +95,7 @@ pub async fn check(pool: &PgPool, http: &reqwest::Client, id: i64) -> Result<End
 pub async fn list(pool: &PgPool) -> Result<Vec<EndpointSummary>> {
     let rows = sqlx::query!(
         r#"SELECT e.id, e.name, e.base_url, e.api_key IS NOT NULL AS "has_api_key!", e.models, e.checked_at,
-                  e.check_error, e.created_at,
+                  e.check_error, e.created_at, e.runs_draft, c.spec_acceptance, c.spec_window_secs,
                   c.concurrency_limit AS "concurrency_limit?", c.limit_reason AS "limit_reason?",
                   c.limit_changed_at AS "limit_changed_at?", c.healthy AS "healthy?", c.health_reason,
                   c.server_running, c.server_waiting, c.server_kv_usage, c.server_generation_tps, c.observed_at
@@ -124,6 +131,13 @@ pub async fn list(pool: &PgPool) -> Result<Vec<EndpointSummary>> {
                 base_url: r.base_url,
                 has_api_key: r.has_api_key,
                 models: parse_models(r.models),
+                runs_draft: r.runs_draft,
+                draft_acceptance: r.spec_acceptance.zip(r.spec_window_secs).map(|(length, seconds)| {
+                    domain::endpoint::WindowAcceptance {
+                        length: f64::from(length),
+                        seconds: f64::from(seconds),
+                    }
+                }),
                 checked_at: r.checked_at,
                 check_error: r.check_error,
                 created_at: r.created_at,

@@ -1,6 +1,7 @@
 //! Draft Studio's server-side domain: database access, accounts, importers, the generation
 //! engine and its vLLM client, the review queue and exporters. No UI code lives here.
 
+pub mod acceptance;
 pub mod auth;
 pub mod dashboard;
 #[cfg(feature = "test-support")]

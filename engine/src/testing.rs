@@ -155,7 +155,13 @@ pub async fn create_run(pool: &PgPool, dataset_id: i64, settings: RunSettings, b
     runs::create(
         pool,
         &http_client(),
-        runs::NewRun { name: "test run".into(), dataset_id, selection: Selection::All, settings },
+        runs::NewRun {
+            name: "test run".into(),
+            dataset_id,
+            selection: Selection::All,
+            settings,
+            draft: None,
+        },
         by,
     )
     .await

@@ -428,6 +428,7 @@ async fn invalid_settings_are_refused_with_every_reason(pool: sqlx::PgPool) {
             dataset_id: dataset,
             selection: domain::generation::Selection::All,
             settings: s,
+            draft: None,
         },
         by,
     )
@@ -448,6 +449,7 @@ async fn invalid_settings_are_refused_with_every_reason(pool: sqlx::PgPool) {
             dataset_id: dataset,
             selection: domain::generation::Selection::All,
             settings: wrong_model,
+            draft: None,
         },
         by,
     )

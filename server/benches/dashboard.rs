@@ -224,6 +224,7 @@ async fn seed_run(pool: &PgPool, sim_url: &str) -> i64 {
             dataset_id: dataset,
             selection: domain::generation::Selection::All,
             settings,
+            draft: None,
         },
         by,
     )

@@ -3,6 +3,7 @@
 //! The clap attributes are the single source of defaults: `Default` parses an empty command
 //! line, so the CLI help, the binary and in-process users can never disagree.
 
+use crate::draft::DraftSettings;
 use crate::faults::FaultSettings;
 use crate::profile::Profile;
 use clap::{Args, FromArgMatches, ValueEnum};
@@ -57,6 +58,9 @@ pub struct SimConfig {
 
     #[command(flatten)]
     pub faults: FaultSettings,
+
+    #[command(flatten)]
+    pub draft: DraftSettings,
 }
 
 /// The continuous-batching engine: speed, batch limits and KV-cache capacity.
@@ -200,6 +204,7 @@ impl SimConfig {
         {
             return fail("reasoning shares must satisfy 0 ≤ min ≤ max ≤ 1".into());
         }
+        self.draft.validate().map_err(InvalidConfig)?;
         self.faults.validate().map_err(InvalidConfig)
     }
 }

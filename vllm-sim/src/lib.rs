@@ -19,6 +19,7 @@
 mod api;
 mod clock;
 mod config;
+mod draft;
 mod engine;
 mod faults;
 mod hash;
@@ -35,6 +36,7 @@ mod wire;
 
 pub use api::ControlRequest;
 pub use config::{EngineSettings, InvalidConfig, LengthSettings, ReasoningField, SimConfig, BLOCK_SIZE};
+pub use draft::{AcceptanceRule, DraftSettings};
 pub use faults::FaultSettings;
 pub use profile::Profile;
 pub use stats::{FaultCounts, FinishedCounts, SimStats};
@@ -71,7 +73,11 @@ pub async fn spawn_on(addr: SocketAddr, config: SimConfig) -> Result<RunningSim,
 
     let clock = SimClock::new(config.time_scale);
     let shutdown = CancellationToken::new();
-    let metrics = Arc::new(Metrics::new(&config.model, config.engine.kv_cache_tokens / BLOCK_SIZE));
+    let metrics = Arc::new(Metrics::new(
+        &config.model,
+        config.engine.kv_cache_tokens / BLOCK_SIZE,
+        config.draft.serves_draft(),
+    ));
     let counters = Arc::new(SimCounters::default());
     let (engine, engine_task) =
         engine::start(&config.engine, clock, metrics.clone(), counters.clone(), shutdown.clone());

@@ -34,10 +34,18 @@ pub(crate) struct Metrics {
     finished_length: IntCounter,
     time_to_first_token: Histogram,
     e2e_latency: Histogram,
+    /// vLLM's `spec_decode` counters, registered only when a draft is served (as vLLM does).
+    spec_decode: Option<SpecDecodeCounters>,
+}
+
+struct SpecDecodeCounters {
+    drafts: IntCounter,
+    draft_tokens: IntCounter,
+    accepted: IntCounter,
 }
 
 impl Metrics {
-    pub fn new(model: &str, num_gpu_blocks: u32) -> Self {
+    pub fn new(model: &str, num_gpu_blocks: u32, serves_draft: bool) -> Self {
         let registry = Registry::new();
         let opts = |name: &str, help: &str| {
             Opts::new(name, help).const_label("model_name", model).const_label("engine", "0")
@@ -104,6 +112,12 @@ impl Metrics {
         cache_config.set(1.0);
         register(Box::new(cache_config));
 
+        let spec_decode = serves_draft.then(|| SpecDecodeCounters {
+            drafts: counter("vllm:spec_decode_num_drafts_total", "Number of spec decoding drafts."),
+            draft_tokens: counter("vllm:spec_decode_num_draft_tokens_total", "Number of draft tokens."),
+            accepted: counter("vllm:spec_decode_num_accepted_tokens_total", "Number of accepted tokens."),
+        });
+
         Self {
             finished_stop: finished.with_label_values(&["stop"]),
             finished_length: finished.with_label_values(&["length"]),
@@ -116,6 +130,17 @@ impl Metrics {
             preemptions,
             time_to_first_token,
             e2e_latency,
+            spec_decode,
+        }
+    }
+
+    /// Adds a finished request's verify steps (vLLM counts them step by step; the simulator
+    /// when the request's last chunk is written).
+    pub fn spec_decoded(&self, figures: &crate::draft::SpecDecodeMetrics) {
+        if let Some(spec) = &self.spec_decode {
+            spec.drafts.inc_by(u64::from(figures.num_spec_steps));
+            spec.draft_tokens.inc_by(u64::from(figures.num_draft_tokens));
+            spec.accepted.inc_by(u64::from(figures.num_accepted_draft_tokens));
         }
     }
 

@@ -94,6 +94,11 @@ impl CompletionText {
         Self { seed: mix64(prompt_fingerprint ^ mix64(server_seed)) }
     }
 
+    /// The seed fixed by the prompt and the server, for other per-prompt draws.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
     /// Appends tokens `range` of `part` (indices counted from the part's start).
     pub fn write(&self, part: Part, range: Range<u32>, out: &mut String) {
         for index in range {

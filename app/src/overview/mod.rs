@@ -259,6 +259,8 @@ mod tests {
             checked_at: None,
             check_error: Some("connection refused".into()),
             created_at: time::OffsetDateTime::UNIX_EPOCH,
+            runs_draft: None,
+            draft_acceptance: None,
             capacity: None,
             runs: vec![],
         }

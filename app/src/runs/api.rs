@@ -50,6 +50,7 @@ pub async fn create_run(form: RunForm) -> Result<i64, AppError> {
             dataset_id: parsed.dataset_id,
             selection: parsed.selection,
             settings: parsed.settings,
+            draft: parsed.draft,
         },
         viewer.id,
     )

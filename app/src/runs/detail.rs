@@ -257,6 +257,7 @@ fn SettingsList(snapshot: RunSnapshot) -> impl IntoView {
                 Thinking::Off => "off".into(),
                 Thinking::Mix { on_ratio } => format!("{:.0}% of samples", on_ratio * 100.0),
                 Thinking::ServerDefault => "server default".into(),
+                Thinking::AsSource => "as in the source run or export".into(),
             },
         ),
         ("turns", s.turns.describe().to_string()),

@@ -89,6 +89,22 @@ pub(super) enum Finished {
     Cancelled,
 }
 
+/// Which samples went into which split, so an evaluation can send an export's validation
+/// prompts. A job taken over after its process died writes its batches again.
+async fn record_samples(pool: &PgPool, id: i64, sample_ids: &[i64], splits: &[Split]) -> Result<()> {
+    sqlx::query!(
+        "INSERT INTO export_samples (export_id, sample_id, split)
+         SELECT $1, x.sample_id, x.split FROM unnest($2::bigint[], $3::export_split[]) AS x(sample_id, split)
+         ON CONFLICT (export_id, sample_id) DO UPDATE SET split = excluded.split",
+        id,
+        sample_ids,
+        splits as &[Split]
+    )
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
 async fn cancel_requested(pool: &PgPool, id: i64) -> Result<bool> {
     Ok(sqlx::query_scalar!("SELECT cancel_requested FROM exports WHERE id = $1", id).fetch_one(pool).await?)
 }
@@ -342,7 +358,7 @@ async fn write_all(
     }
     let mut writers = BTreeMap::new();
     for split in splits {
-        let name = format!("{}.{}", split.name(), format.file.extension());
+        let name = format!("{}.{}", split.as_str(), format.file.extension());
         let writer = DataWriter::create(&staging.join(&name), format.layout, format.file)?;
         writers.insert(split, (name, writer, 0u64));
     }
@@ -368,6 +384,8 @@ async fn write_all(
             batch.sample_ids.push(row.id);
             batch.conversations.push((split, conversation::from_row(row, format.reasoning)?));
         }
+        let written: Vec<Split> = batch.sample_ids.iter().map(|id| splits[id]).collect();
+        record_samples(pool, id, &batch.sample_ids, &written).await?;
         let (returned, result) = tokio::task::spawn_blocking(move || {
             let result = sink.write(batch);
             (sink, result)

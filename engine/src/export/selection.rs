@@ -15,20 +15,7 @@ use std::collections::{BTreeMap, HashSet};
 const PLAN_BATCH: i64 = 5_000;
 
 /// Which file a sample goes to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Split {
-    Train,
-    Validation,
-}
-
-impl Split {
-    pub fn name(self) -> &'static str {
-        match self {
-            Split::Train => "train",
-            Split::Validation => "validation",
-        }
-    }
-}
+pub use domain::export::ExportSplit as Split;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PlannedSample {

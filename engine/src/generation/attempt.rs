@@ -13,7 +13,7 @@ use super::{
     RunContext,
 };
 use crate::vllm::{ChatCall, ChatMessage, ChatRequest, Completion, Failure, StreamOptions};
-use domain::generation::SampleState;
+use domain::{acceptance::SpecDecode, generation::SampleState};
 use std::time::Duration;
 use time::OffsetDateTime;
 use tokio_util::sync::CancellationToken;
@@ -121,6 +121,8 @@ impl Attempt<'_> {
         let mut last: Option<Completion> = None;
         // The server's token ids of each request, while every one of them has come with its ids.
         let mut tokens: Option<Vec<crate::vllm::TokenIds>> = Some(Vec::new());
+        // How the server's draft did, over the requests that report it.
+        let mut spec_decode: Option<SpecDecode> = None;
         let mut outcome = SampleState::Ok;
 
         for step in plan.steps {
@@ -166,6 +168,8 @@ impl Attempt<'_> {
                                 all.push(this);
                                 all
                             });
+                            spec_decode =
+                                SpecDecode::sum(spec_decode.iter().chain(completion.spec_decode.figures()));
                             history.push(ChatMessage {
                                 role: "assistant".into(),
                                 content: completion.content.clone(),
@@ -199,6 +203,7 @@ impl Attempt<'_> {
             reasoning_tokens: usage.reasoning.map(to_i32),
             ttft_ms: first_ttft.map(millis),
             duration_ms: Some(millis(clock.elapsed())),
+            spec_decode,
             ..Default::default()
         };
         let output = Output {

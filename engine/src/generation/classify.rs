@@ -53,6 +53,7 @@ mod tests {
             ttft: None,
             duration: Duration::ZERO,
             tokens: None,
+            spec_decode: crate::vllm::SpecReport::NotReported,
         }
     }
 

@@ -15,13 +15,17 @@ use super::{
     capacity::{self, Claim},
     chunking::Pace,
     controller::{Controller, Observation, ServerSignals},
+    spec_window::SpecWindow,
 };
 use crate::{
     endpoints::EndpointTarget,
     vllm::{Failure, Progress, ServerLoad, VllmClient},
     Result,
 };
-use domain::generation::{Concurrency, RunSettings};
+use domain::{
+    endpoint::WindowAcceptance,
+    generation::{Concurrency, RunSettings},
+};
 use sqlx::PgPool;
 use std::{
     collections::HashMap,
@@ -83,6 +87,8 @@ pub(crate) struct RunShare {
 pub(crate) struct ServerRates {
     pub prompt: Option<f64>,
     pub generation: Option<f64>,
+    /// The draft's acceptance over about the last minute (`spec_window`), for the Endpoints page.
+    pub draft_acceptance: Option<WindowAcceptance>,
 }
 
 impl ServerRates {
@@ -91,6 +97,7 @@ impl ServerRates {
             (Some(l), Some(p)) => Self {
                 prompt: l.rate_since(p, |l| l.prompt_tokens_total),
                 generation: l.rate_since(p, |l| l.generation_tokens_total),
+                draft_acceptance: None,
             },
             _ => Self::default(),
         }
@@ -311,6 +318,7 @@ impl Endpoint {
         let mut controller: Option<Controller> = None;
         let mut previous_load: Option<ServerLoad> = None;
         let mut rates = ServerRates::default();
+        let mut spec_window = SpecWindow::default();
         let mut probing: Option<tokio::task::JoinHandle<Result<(), String>>> = None;
         let mut recorded_health: Option<bool> = None;
         let mut stored_pace = earlier.map(|tps| (tps, std::time::Instant::now()));
@@ -325,9 +333,10 @@ impl Endpoint {
             // live view; the controller is given no rate for it, as one reading is judged once.
             let read_again = matches!((&probe.load, &previous_load), (Some(l), Some(p)) if l.at == p.at);
             let fresh = if read_again {
-                ServerRates::default()
+                ServerRates { draft_acceptance: rates.draft_acceptance, ..ServerRates::default() }
             } else {
                 rates = ServerRates::between(probe.load.as_ref(), previous_load.as_ref());
+                rates.draft_acceptance = probe.load.as_ref().and_then(|load| spec_window.observe(load));
                 rates
             };
             let new_reading = if read_again { None } else { probe.load.as_ref() };
@@ -636,7 +645,7 @@ async fn store_capacity(
              concurrency_limit = $2, limit_reason = $3,
              limit_changed_at = CASE WHEN $4 THEN now() ELSE limit_changed_at END,
              server_running = $5, server_waiting = $6, server_kv_usage = $7, server_generation_tps = $8,
-             observed_at = now()
+             spec_acceptance = $9, spec_window_secs = $10, observed_at = now()
          WHERE endpoint_id = $1",
         endpoint_id,
         limit as i32,
@@ -646,6 +655,8 @@ async fn store_capacity(
         load.map(|l| l.waiting as i32),
         load.map(|l| l.kv_usage as f32),
         rates.generation.map(|r| r as f32),
+        rates.draft_acceptance.map(|w| w.length as f32),
+        rates.draft_acceptance.map(|w| w.seconds as f32),
     )
     .execute(pool)
     .await?;
@@ -657,13 +668,15 @@ async fn store_load(pool: &PgPool, endpoint_id: i64, load: &ServerLoad, rates: S
     sqlx::query!(
         "UPDATE endpoint_capacity SET
              server_running = $2, server_waiting = $3, server_kv_usage = $4, server_generation_tps = $5,
-             observed_at = now()
+             spec_acceptance = $6, spec_window_secs = $7, observed_at = now()
          WHERE endpoint_id = $1",
         endpoint_id,
         load.running as i32,
         load.waiting as i32,
         load.kv_usage as f32,
         rates.generation.map(|r| r as f32),
+        rates.draft_acceptance.map(|w| w.length as f32),
+        rates.draft_acceptance.map(|w| w.seconds as f32),
     )
     .execute(pool)
     .await?;

@@ -10,7 +10,8 @@
 //! - `attempt`: one try of one sample, from request to settled state (`write_back` holds a
 //!   finished try while the database is away; `chunking` picks how many tokens a streamed
 //!   chunk carries).
-//! - `controller`: the adaptive concurrency rule.
+//! - `controller`: the adaptive concurrency rule; `spec_window` the draft's acceptance over the
+//!   last minute, read beside the load.
 //! - `runs`: creating, pausing, resuming, cancelling and re-queueing runs.
 
 mod attempt;
@@ -26,6 +27,7 @@ mod endpoint;
 mod held;
 pub use crate::samples::queue;
 pub mod runs;
+mod spec_window;
 pub mod token_ids;
 mod worker;
 mod write_back;

@@ -1,16 +1,23 @@
 //! Creating runs and changing their course: pause, resume, cancel, and retry passes.
 
-use crate::samples::{self, requeue::Why};
-use crate::{endpoints, Error, Result};
-use domain::generation::{Concurrency, RunSettings, RunStatus, SampleState, Selection, Thinking};
+use crate::samples::{self, create::Rows, requeue::Why};
+use crate::vllm::{ChatCall, ChatMessage, ChatRequest, SpecReport, StreamOptions};
+use crate::{acceptance, endpoints, Error, Result};
+use domain::acceptance::DraftRef;
+use domain::export::ExportSplit;
+use domain::generation::{Concurrency, RunSettings, RunStatus, SampleState, Selection};
 use domain::stored::{from_stored, to_stored};
 use sqlx::PgPool;
+use std::time::Duration;
 
 pub struct NewRun {
     pub name: String,
     pub dataset_id: i64,
     pub selection: Selection,
     pub settings: RunSettings,
+    /// The draft this run evaluates (its endpoints serve the target with it); `None` for a
+    /// generation run.
+    pub draft: Option<DraftRef>,
 }
 
 /// Validates the settings against the endpoints themselves, then creates the run with one
@@ -24,8 +31,15 @@ pub async fn create(pool: &PgPool, http: &reqwest::Client, new: NewRun, by: i64)
         Selection::Categories { categories } if categories.is_empty() => {
             problems.push("choose at least one category, or select all rows".into())
         }
-        Selection::Sample { count: 0, .. } => problems.push("sample at least one row".into()),
+        Selection::Sample { count: 0, .. } | Selection::Weighted { count: 0, .. } => {
+            problems.push("sample at least one row".into())
+        }
         _ => {}
+    }
+    if let Some(draft) = &new.draft {
+        if draft.name.trim().is_empty() {
+            problems.push("name the draft this run evaluates".into());
+        }
     }
     let dataset =
         sqlx::query!("SELECT name, status::text AS \"status!\" FROM datasets WHERE id = $1", new.dataset_id)
@@ -38,23 +52,39 @@ pub async fn create(pool: &PgPool, http: &reqwest::Client, new: NewRun, by: i64)
         }
         Some(_) => {}
     }
+    problems.extend(check_source(pool, new.dataset_id, &new.selection).await?);
     for id in &new.settings.endpoint_ids {
-        problems.extend(check_endpoint(pool, http, *id, &new.settings).await?);
+        let endpoint_problems = check_endpoint(pool, http, *id, &new.settings).await?;
+        if endpoint_problems.is_empty() && new.draft.is_some() {
+            problems.extend(check_draft(pool, http, *id, &new.settings).await?);
+        }
+        problems.extend(endpoint_problems);
     }
     if !problems.is_empty() {
         return Err(Error::Invalid(problems.join("; ")));
     }
+    let quotas = match &new.selection {
+        Selection::Weighted { evaluation_run_id, count, .. } => {
+            acceptance::quota::weighted(pool, new.dataset_id, *evaluation_run_id, *count).await?
+        }
+        _ => Vec::new(),
+    };
 
     let settings_json = to_stored(&new.settings);
     let selection_json = serde_json::to_value(&new.selection).expect("selection serialize");
     let mut tx = pool.begin().await?;
+    let draft_name = new.draft.as_ref().map(|d| d.name.trim());
+    let draft_revision = new.draft.as_ref().map(|d| d.revision.trim()).filter(|r| !r.is_empty());
     let run_id = sqlx::query_scalar!(
-        "INSERT INTO runs (name, dataset_id, settings, selection, created_by) VALUES ($1, $2, $3, $4, $5) RETURNING id",
+        "INSERT INTO runs (name, dataset_id, settings, selection, created_by, draft_name, draft_revision)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
         new.name.trim(),
         new.dataset_id,
         settings_json,
         selection_json,
-        by
+        by,
+        draft_name,
+        draft_revision
     )
     .fetch_one(&mut *tx)
     .await?;
@@ -76,42 +106,23 @@ pub async fn create(pool: &PgPool, http: &reqwest::Client, new: NewRun, by: i64)
         .execute(&mut *tx)
         .await?;
     }
-    let (thinking_mode, on_ratio) = match new.settings.thinking {
-        Thinking::On => ("on", 1.0),
-        Thinking::Off => ("off", 0.0),
-        Thinking::Mix { on_ratio } => ("mix", on_ratio),
-        Thinking::ServerDefault => ("server", 0.0),
-    };
-    let (categories, sample_count, sample_seed) = match &new.selection {
-        Selection::All => (None, None, 0),
-        Selection::Categories { categories } => (Some(categories.clone()), None, 0),
-        Selection::Sample { count, seed } => (None, Some(*count as i64), *seed as i64),
+    let quotas: Vec<(Option<String>, u64)> = quotas.into_iter().map(|q| (q.category, q.quota)).collect();
+    let rows = match &new.selection {
+        Selection::All => Rows::Dataset { categories: None, sample: None },
+        Selection::Categories { categories } => Rows::Dataset { categories: Some(categories), sample: None },
+        Selection::Sample { count, seed } => {
+            Rows::Dataset { categories: None, sample: Some((*count, *seed)) }
+        }
+        Selection::Run { run_id } => Rows::Run(*run_id),
+        Selection::Export { export_id, split } => Rows::Export(*export_id, *split),
+        Selection::Weighted { seed, .. } => Rows::Quotas { quotas: &quotas, seed: *seed },
     };
     // The thinking mix is drawn per row from the run's seed, so the same settings give the
-    // same mix; sampling orders rows by a seeded hash, so the same seed draws the same rows.
+    // same mix.
     let mix_seed = new.settings.seed.unwrap_or(run_id);
-    let inserted = sqlx::query!(
-        "INSERT INTO samples (run_id, row_id, thinking)
-         SELECT $1, r.id,
-                CASE $3 WHEN 'on' THEN true WHEN 'off' THEN false
-                        WHEN 'mix' THEN (hashint8(r.id # $4) & 1048575) < $5::float8 * 1048576
-                        ELSE NULL END
-         FROM dataset_rows r
-         WHERE r.dataset_id = $2 AND ($6::text[] IS NULL OR r.category = ANY($6))
-         ORDER BY CASE WHEN $7::bigint IS NULL THEN r.id ELSE hashint8(r.id # $8) END, r.id
-         LIMIT $7",
-        run_id,
-        new.dataset_id,
-        thinking_mode,
-        mix_seed,
-        on_ratio,
-        categories.as_deref(),
-        sample_count,
-        sample_seed,
-    )
-    .execute(&mut *tx)
-    .await?
-    .rows_affected();
+    let inserted =
+        samples::create::for_run(&mut tx, run_id, new.dataset_id, rows, &new.settings.thinking, mix_seed)
+            .await?;
     if inserted == 0 {
         return Err(Error::invalid("the selection matches no rows of the dataset; widen it"));
     }
@@ -119,8 +130,152 @@ pub async fn create(pool: &PgPool, http: &reqwest::Client, new: NewRun, by: i64)
         .execute(&mut *tx)
         .await?;
     tx.commit().await?;
-    tracing::info!(run.id = run_id, samples = inserted, "run created");
+    tracing::info!(run.id = run_id, samples = inserted, draft = ?new.draft, "run created");
     Ok(run_id)
+}
+
+/// Whether the run or export a selection draws from can give this dataset's prompts.
+async fn check_source(pool: &PgPool, dataset_id: i64, selection: &Selection) -> Result<Vec<String>> {
+    Ok(match selection {
+        Selection::Run { run_id } => {
+            let source = sqlx::query!(
+                r#"SELECT r.name, r.dataset_id, d.name AS dataset FROM runs r JOIN datasets d ON d.id = r.dataset_id
+                   WHERE r.id = $1"#,
+                run_id
+            )
+            .fetch_optional(pool)
+            .await?;
+            match source {
+                None => vec![format!("run {run_id} does not exist")],
+                Some(s) if s.dataset_id != dataset_id => vec![format!(
+                    "run `{}` sent prompts of the dataset `{}`: choose that dataset to send them again",
+                    s.name, s.dataset
+                )],
+                Some(_) => vec![],
+            }
+        }
+        Selection::Export { export_id, split } => {
+            check_export_source(pool, dataset_id, *export_id, *split).await?
+        }
+        Selection::Weighted { evaluation_run_id, .. } => {
+            let measured = sqlx::query!(
+                r#"SELECT r.name, EXISTS (SELECT 1 FROM samples s WHERE s.run_id = r.id AND s.spec_steps IS NOT NULL)
+                          AS "measured!"
+                   FROM runs r WHERE r.id = $1"#,
+                evaluation_run_id
+            )
+            .fetch_optional(pool)
+            .await?;
+            match measured {
+                None => vec![format!("run {evaluation_run_id} does not exist")],
+                Some(r) if !r.measured => vec![format!(
+                    "run `{}` has no acceptance figures to weigh categories by: evaluate a draft on a server that \
+                     reports them (docs/acceptance.md) first",
+                    r.name
+                )],
+                Some(_) => vec![],
+            }
+        }
+        Selection::All | Selection::Categories { .. } | Selection::Sample { .. } => vec![],
+    })
+}
+
+async fn check_export_source(
+    pool: &PgPool,
+    dataset_id: i64,
+    export_id: i64,
+    split: ExportSplit,
+) -> Result<Vec<String>> {
+    let Some(status) =
+        sqlx::query_scalar!("SELECT status::text AS \"status!\" FROM exports WHERE id = $1", export_id)
+            .fetch_optional(pool)
+            .await?
+    else {
+        return Ok(vec![format!("export {export_id} does not exist")]);
+    };
+    if status != "completed" {
+        return Ok(vec![format!(
+            "export {export_id} is {status}; only a completed export's prompts can be sent"
+        )]);
+    }
+    let datasets = sqlx::query!(
+        r#"SELECT d.id, d.name, count(*) AS "rows!"
+           FROM export_samples e JOIN samples s ON s.id = e.sample_id
+           JOIN dataset_rows r ON r.id = s.row_id JOIN datasets d ON d.id = r.dataset_id
+           WHERE e.export_id = $1 AND e.split = $2
+           GROUP BY d.id, d.name ORDER BY d.name"#,
+        export_id,
+        split as ExportSplit
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(match datasets.as_slice() {
+        [] => vec![format!(
+            "export {export_id} wrote no {} rows (a validation split needs a validation share above 0; \
+             exports written before this release did not record their rows: export again)",
+            split.as_str()
+        )],
+        [only] if only.id == dataset_id => vec![],
+        [only] => vec![format!(
+            "the {} prompts of export {export_id} come from the dataset `{}`: choose that dataset",
+            split.as_str(),
+            only.name
+        )],
+        many => vec![format!(
+            "the {} prompts of export {export_id} come from {} datasets ({}); a run draws from one: \
+             export each dataset's runs on their own",
+            split.as_str(),
+            many.len(),
+            many.iter().map(|d| format!("`{}`: {} rows", d.name, d.rows)).collect::<Vec<_>>().join(", ")
+        )],
+    })
+}
+
+/// Whether an endpoint can serve an evaluation: it runs a draft (its `/metrics` has
+/// `spec_decode` counters) and reports each request's acceptance (one tiny request tells).
+async fn check_draft(
+    pool: &PgPool,
+    http: &reqwest::Client,
+    id: i64,
+    settings: &RunSettings,
+) -> Result<Vec<String>> {
+    let target = endpoints::target(pool, id).await?;
+    let client = target.client(http.clone())?;
+    if let Ok(Some(load)) = client.load().await {
+        if load.spec.is_none() {
+            return Ok(vec![format!(
+                "endpoint `{}` runs no draft (its /metrics has no spec_decode counters): serve the target with \
+                 --speculative-config naming the draft to evaluate",
+                target.name
+            )]);
+        }
+    }
+    let probe = ChatRequest {
+        model: settings.model.clone(),
+        messages: vec![ChatMessage { role: "user".into(), content: "Count from one to ten.".into() }],
+        max_tokens: 16,
+        temperature: Some(0.0),
+        top_p: None,
+        seed: None,
+        chat_template_kwargs: None,
+        stream_interval: None,
+        stream: true,
+        stream_options: StreamOptions { include_usage: true },
+        return_token_ids: false,
+    };
+    let call = ChatCall { idle_timeout: Duration::from_secs(60), deadline: Some(Duration::from_secs(120)) };
+    Ok(match client.chat(&probe, call).await {
+        Ok(completion) if completion.spec_decode == SpecReport::NotReported => vec![format!(
+            "endpoint `{}` does not report each request's acceptance: start vLLM (0.32 or later) with \
+             --per-request-spec-decode-metrics summary",
+            target.name
+        )],
+        Ok(_) => vec![],
+        Err(e) => vec![format!(
+            "endpoint `{}` failed a test request ({}); check it on the Endpoints page",
+            target.name, e.message
+        )],
+    })
 }
 
 /// Asks the endpoint whether it can serve these settings.

@@ -28,6 +28,7 @@
 //!                          review_events with the hash of the text it applied to
 //! ```
 
+pub mod create;
 pub mod queue;
 pub mod requeue;
 pub mod review;

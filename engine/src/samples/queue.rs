@@ -5,7 +5,7 @@
 
 use crate::generation::token_ids;
 use crate::{vllm::TokenIds, Result};
-use domain::generation::SampleState;
+use domain::{acceptance::SpecDecode, generation::SampleState};
 use sqlx::PgPool;
 use std::time::Duration;
 use time::OffsetDateTime;
@@ -109,6 +109,30 @@ pub struct TryRecord {
     pub duration_ms: Option<i32>,
     pub partial_reasoning: Option<String>,
     pub partial_content: Option<String>,
+    /// How the server's draft did over the try's requests, when it runs one and reports it.
+    pub spec_decode: Option<SpecDecode>,
+}
+
+/// The figures as their five columns (all NULL without a figure).
+struct SpecColumns {
+    steps: Option<i32>,
+    accepted: Option<i32>,
+    drafted: Option<i32>,
+    tokens: Option<i16>,
+    histogram: Option<Vec<i32>>,
+}
+
+impl SpecColumns {
+    fn of(figures: Option<&SpecDecode>) -> Self {
+        let int = |n: u32| n.min(i32::MAX as u32) as i32;
+        Self {
+            steps: figures.map(|f| int(f.steps)),
+            accepted: figures.map(|f| int(f.accepted)),
+            drafted: figures.map(|f| int(f.drafted)),
+            tokens: figures.map(|f| f.spec_tokens.min(i16::MAX as u32) as i16),
+            histogram: figures.map(|f| f.histogram.iter().map(|&n| int(n)).collect()),
+        }
+    }
 }
 
 /// The sample's result fields after a counted try.
@@ -224,6 +248,7 @@ pub async fn settle(
     let turns: Vec<i16> = (0..tokens.len() as i16).collect();
     let prompts: Vec<Vec<u8>> = tokens.iter().map(|t| token_ids::pack(&t.prompt)).collect();
     let completions: Vec<Vec<u8>> = tokens.iter().map(|t| token_ids::pack(&t.completion)).collect();
+    let spec = SpecColumns::of(record.spec_decode.as_ref());
     let settled = sqlx::query_scalar!(
         r#"WITH updated AS (
                UPDATE samples SET
@@ -233,7 +258,8 @@ pub async fn settle(
                    prompt_tokens = $9, completion_tokens = $10, reasoning_tokens = $11,
                    ttft_ms = $12, duration_ms = $13, endpoint_id = $14, error = $15,
                    finished_at = CASE WHEN $3 = 'pending'::sample_state THEN NULL ELSE now() END,
-                   auto_flags = $22, captured_token_ids = $23
+                   auto_flags = $22, captured_token_ids = $23,
+                   spec_steps = $27, spec_accepted = $28, spec_drafted = $29, spec_tokens = $30, spec_histogram = $31
                WHERE id = $1 AND state = 'running' AND lease_owner = $2
                RETURNING id),
            cleared AS (
@@ -248,9 +274,9 @@ pub async fn settle(
            INSERT INTO sample_attempts (
                sample_id, result, counted, endpoint_id, worker_id, started_at, http_status, error_kind, error,
                finish_reason, prompt_tokens, completion_tokens, reasoning_tokens, ttft_ms, duration_ms,
-               partial_reasoning, partial_content)
+               partial_reasoning, partial_content, spec_steps, spec_accepted, spec_drafted, spec_tokens, spec_histogram)
            SELECT id, $16, true, $14, $2, COALESCE($17, now()), $18, $19, $15,
-                  $5, $9, $10, $11, $12, $13, $20, $21
+                  $5, $9, $10, $11, $12, $13, $20, $21, $27, $28, $29, $30, $31
            FROM updated
            RETURNING sample_id"#,
         sample_id,
@@ -279,6 +305,11 @@ pub async fn settle(
         &turns,
         &prompts,
         &completions,
+        spec.steps,
+        spec.accepted,
+        spec.drafted,
+        spec.tokens,
+        spec.histogram.as_deref(),
     )
     .fetch_optional(pool)
     .await?;

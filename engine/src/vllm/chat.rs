@@ -2,6 +2,7 @@
 //! an idle timeout between events and an optional overall deadline.
 
 use super::{error_body, wire::Chunk};
+use domain::acceptance::SpecDecode;
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use std::time::{Duration, Instant};
@@ -25,6 +26,29 @@ pub struct Completion {
     pub duration: Duration,
     /// The token ids the server saw and produced, when it reports them.
     pub tokens: Option<TokenIds>,
+    /// What the server said about its speculative-decoding draft on this request.
+    pub spec_decode: SpecReport,
+}
+
+/// What a response says about speculative decoding.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum SpecReport {
+    /// Nothing: the server runs no draft, or does not report per request
+    /// (`--per-request-spec-decode-metrics`).
+    #[default]
+    NotReported,
+    /// Reported, with no verify step (a draft that proposed nothing): no acceptance, not zero.
+    NoSteps,
+    Measured(SpecDecode),
+}
+
+impl SpecReport {
+    pub fn figures(&self) -> Option<&SpecDecode> {
+        match self {
+            SpecReport::Measured(figures) => Some(figures),
+            _ => None,
+        }
+    }
 }
 
 /// A request's token ids as the server reported them (`return_token_ids`).
@@ -180,6 +204,7 @@ pub(crate) async fn read_stream(
     let mut prompt_ids: Option<Vec<u32>> = None;
     let mut completion_ids: Vec<u32> = Vec::new();
     let mut ids_complete = true;
+    let mut spec_decode = SpecReport::NotReported;
     loop {
         let event = match limits.wait(events.next()).await {
             Err(kind) => return Err(limits.timeout_failure(kind, partial)),
@@ -214,6 +239,9 @@ pub(crate) async fn read_stream(
         }
         if let Some(ids) = chunk.prompt_token_ids {
             prompt_ids = Some(ids);
+        }
+        if let Some(figures) = chunk.metrics.and_then(|m| m.speculative_decoding) {
+            spec_decode = figures.figures().map_or(SpecReport::NoSteps, SpecReport::Measured);
         }
         for choice in &chunk.choices {
             let reasoning = choice.delta.reasoning_text().unwrap_or("");
@@ -270,6 +298,7 @@ pub(crate) async fn read_stream(
             tokens: prompt_ids
                 .filter(|_| ids_complete)
                 .map(|prompt| TokenIds { prompt, completion: completion_ids }),
+            spec_decode,
         }),
         (None, true) => {
             Err(limits.failure(FailureKind::Protocol, "the stream ended without a finish_reason", partial))

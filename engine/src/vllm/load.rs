@@ -13,6 +13,27 @@ pub struct ServerLoad {
     pub preemptions_total: f64,
     pub prompt_tokens_total: f64,
     pub generation_tokens_total: f64,
+    /// The speculative-decoding counters; `None` when the server runs no draft (vLLM exports
+    /// them only with a `--speculative-config`).
+    pub spec: Option<SpecCounters>,
+}
+
+/// vLLM's `spec_decode` counters, summed over engines.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SpecCounters {
+    /// Verify steps (`vllm:spec_decode_num_drafts_total`).
+    pub drafts: f64,
+    pub draft_tokens: f64,
+    pub accepted: f64,
+}
+
+impl SpecCounters {
+    /// The acceptance length over the steps between `earlier` and these: `1 + Δaccepted ÷
+    /// Δdrafts`; `None` when no step was verified in between.
+    pub fn length_since(&self, earlier: &SpecCounters) -> Option<f64> {
+        let drafts = self.drafts - earlier.drafts;
+        (drafts > 0.0).then(|| 1.0 + (self.accepted - earlier.accepted).max(0.0) / drafts)
+    }
 }
 
 impl ServerLoad {
@@ -34,10 +55,14 @@ impl ServerLoad {
             preemptions_total: 0.0,
             prompt_tokens_total: 0.0,
             generation_tokens_total: 0.0,
+            spec: None,
         };
         let mut seen = false;
         for (name, value) in samples(text) {
             match name {
+                "vllm:spec_decode_num_drafts_total" => spec(&mut load).drafts += value,
+                "vllm:spec_decode_num_draft_tokens_total" => spec(&mut load).draft_tokens += value,
+                "vllm:spec_decode_num_accepted_tokens_total" => spec(&mut load).accepted += value,
                 "vllm:num_requests_running" => load.running += value,
                 "vllm:num_requests_waiting" => load.waiting += value,
                 // The old name, still emitted by servers before ~0.10.
@@ -55,6 +80,10 @@ impl ServerLoad {
         }
         seen.then_some(load)
     }
+}
+
+fn spec(load: &mut ServerLoad) -> &mut SpecCounters {
+    load.spec.get_or_insert_with(SpecCounters::default)
 }
 
 /// `(metric name, value)` of every sample line. Written here rather than taken from
@@ -102,7 +131,7 @@ fn parse_value(s: &str) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
-    use super::{samples, ServerLoad};
+    use super::{samples, ServerLoad, SpecCounters};
 
     const SCRAPE: &str = r#"# HELP vllm:num_requests_running Number of requests in model execution batches.
 # TYPE vllm:num_requests_running gauge
@@ -130,6 +159,22 @@ http_requests_total{handler="/v1/chat/completions",method="POST",status="2xx"} 1
         assert_eq!(load.preemptions_total, 7.0);
         assert_eq!(load.prompt_tokens_total, 1500.0);
         assert_eq!(load.generation_tokens_total, 98765.0);
+    }
+
+    #[test]
+    fn spec_decode_counters_mean_a_draft_and_give_the_acceptance_length() {
+        assert_eq!(ServerLoad::parse(SCRAPE).unwrap().spec, None, "no draft, no counters");
+        let text = format!(
+            "{SCRAPE}vllm:spec_decode_num_drafts_total{{engine=\"0\",model_name=\"tiny\"}} 160.0\n\
+             vllm:spec_decode_num_draft_tokens_total{{engine=\"0\",model_name=\"tiny\"}} 480.0\n\
+             vllm:spec_decode_num_accepted_tokens_total{{engine=\"0\",model_name=\"tiny\"}} 400.0\n\
+             vllm:spec_decode_num_accepted_tokens_per_pos_total{{engine=\"0\",position=\"0\"}} 150.0\n"
+        );
+        let spec = ServerLoad::parse(&text).unwrap().spec.unwrap();
+        assert_eq!(spec, SpecCounters { drafts: 160.0, draft_tokens: 480.0, accepted: 400.0 });
+        let earlier = SpecCounters { drafts: 60.0, draft_tokens: 180.0, accepted: 150.0 };
+        assert_eq!(spec.length_since(&earlier), Some(1.0 + 250.0 / 100.0));
+        assert_eq!(spec.length_since(&spec), None, "no step in between");
     }
 
     #[test]

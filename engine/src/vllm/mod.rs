@@ -9,7 +9,7 @@ mod error_body;
 mod load;
 mod wire;
 
-pub use chat::{Completion, Failure, FailureKind, Partial, Progress, TokenIds, Usage};
+pub use chat::{Completion, Failure, FailureKind, Partial, Progress, SpecReport, TokenIds, Usage};
 pub use client::{http_client, ChatCall, ServedModel, VllmClient};
-pub use load::ServerLoad;
+pub use load::{ServerLoad, SpecCounters};
 pub use wire::{ChatMessage, ChatRequest, StreamOptions};

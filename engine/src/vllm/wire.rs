@@ -55,6 +55,44 @@ pub(crate) struct Chunk<'a> {
     /// The prompt as the server tokenized it (first chunk, with `return_token_ids`).
     #[serde(default)]
     pub prompt_token_ids: Option<Vec<u32>>,
+    /// The request's own figures, on the usage chunk (vLLM 0.32 on; null when not measured).
+    #[serde(default)]
+    pub metrics: Option<ChunkMetrics>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ChunkMetrics {
+    /// Present when the server runs a draft with `--per-request-spec-decode-metrics`.
+    #[serde(default)]
+    pub speculative_decoding: Option<WireSpecDecode>,
+}
+
+/// `metrics.speculative_decoding`; the means and rates it also carries are derived from these.
+#[derive(Debug, Deserialize)]
+pub(crate) struct WireSpecDecode {
+    #[serde(default)]
+    pub num_spec_steps: u32,
+    #[serde(default)]
+    pub num_accepted_draft_tokens: u32,
+    #[serde(default)]
+    pub num_draft_tokens: u32,
+    #[serde(default)]
+    pub num_spec_tokens: u32,
+    #[serde(default)]
+    pub acceptance_histogram: Vec<u32>,
+}
+
+impl WireSpecDecode {
+    /// The figures, or `None` for a request without a verify step (no acceptance, not zero).
+    pub fn figures(self) -> Option<domain::acceptance::SpecDecode> {
+        domain::acceptance::SpecDecode::new(
+            self.num_spec_steps,
+            self.num_accepted_draft_tokens,
+            self.num_draft_tokens,
+            self.num_spec_tokens,
+            self.acceptance_histogram,
+        )
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -166,6 +204,28 @@ mod tests {
         )
         .unwrap();
         assert_eq!(delta.choices[0].token_ids.as_deref(), Some(&[97, 430][..]));
+    }
+
+    #[test]
+    fn speculative_decoding_is_read_from_the_usage_chunk() {
+        // As vLLM 0.32 sends it with `--per-request-spec-decode-metrics summary` (real server,
+        // the tiny model as its own draft, 64 tokens, 3 speculative tokens).
+        let last: Chunk = serde_json::from_str(
+            r#"{"id":"c","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":64,"total_tokens":73},"metrics":{"time_to_first_token_ms":12.5,"speculative_decoding":{"mean_acceptance_length":4.0,"draft_acceptance_rate":1.0,"acceptance_histogram":[0,0,0,16],"num_spec_steps":16,"num_accepted_draft_tokens":48,"num_draft_tokens":48,"num_spec_tokens":3}}}"#,
+        )
+        .unwrap();
+        let figures = last.metrics.unwrap().speculative_decoding.unwrap().figures().unwrap();
+        assert_eq!((figures.steps, figures.accepted, figures.drafted, figures.spec_tokens), (16, 48, 48, 3));
+        assert_eq!(figures.histogram, [0, 0, 0, 16]);
+        assert_eq!(figures.length(), 4.0);
+        // An ngram draft that proposed nothing: no steps, so no figure (vLLM says 1.0).
+        let none: Chunk = serde_json::from_str(
+            r#"{"choices":[],"metrics":{"speculative_decoding":{"mean_acceptance_length":1.0,"draft_acceptance_rate":0.0,"acceptance_histogram":[0,0,0,0],"num_spec_steps":0,"num_accepted_draft_tokens":0,"num_draft_tokens":0,"num_spec_tokens":3}}}"#,
+        )
+        .unwrap();
+        assert_eq!(none.metrics.unwrap().speculative_decoding.unwrap().figures(), None);
+        let without: Chunk = serde_json::from_str(r#"{"choices":[],"metrics":null}"#).unwrap();
+        assert!(without.metrics.is_none());
     }
 
     #[test]

@@ -123,6 +123,7 @@ pub async fn create(
             dataset_id: parsed.dataset_id,
             selection: parsed.selection,
             settings: parsed.settings,
+            draft: parsed.draft,
         },
         viewer.id,
     )

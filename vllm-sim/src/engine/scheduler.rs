@@ -342,7 +342,7 @@ mod tests {
         fn new(configure: impl FnOnce(&mut EngineSettings)) -> Self {
             let mut settings: EngineSettings = clap_defaults();
             configure(&mut settings);
-            let metrics = Arc::new(Metrics::new("m", settings.kv_cache_tokens / 16));
+            let metrics = Arc::new(Metrics::new("m", settings.kv_cache_tokens / 16, false));
             let scheduler = Scheduler::new(&settings, metrics.clone(), Arc::default());
             Self { scheduler, metrics, progress: Vec::new(), now: 0.0 }
         }

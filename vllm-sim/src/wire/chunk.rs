@@ -13,6 +13,9 @@ pub struct ChatChunk<'a> {
     /// The prompt's token ids, on the first chunk when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt_token_ids: Option<&'a [u32]>,
+    /// The request's figures, on the usage chunk (speculative decoding, when reported).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<&'a crate::draft::ResponseMetrics>,
 }
 
 #[derive(Debug, Serialize)]

@@ -14,6 +14,9 @@ pub struct ChatCompletion<'a> {
     pub kv_transfer_params: Null,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt_token_ids: Option<&'a [u32]>,
+    /// Speculative decoding, when reported per request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<crate::draft::ResponseMetrics>,
 }
 
 #[derive(Debug, Serialize)]

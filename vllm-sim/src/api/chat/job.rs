@@ -25,6 +25,9 @@ pub(super) struct ChatJob {
     pub stream: Option<StreamSettings>,
     /// The prompt's token ids, when the request asked for token ids.
     pub prompt_token_ids: Option<Vec<u32>>,
+    /// The chance that the served draft's tokens are accepted on this prompt; `None` without a
+    /// draft.
+    pub draft_chance: Option<f64>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -78,6 +81,12 @@ impl ChatJob {
         if let Some(marker) = settings.http_500_if_prompt_contains.as_deref() {
             faults.http_500 |= request.messages.iter().any(|m| m.text_segments().any(|t| t.contains(marker)));
         }
+        let draft = &config.draft;
+        let draft_chance = draft.serves_draft().then(|| {
+            draft.chance_for(|piece| {
+                request.messages.iter().any(|m| m.text_segments().any(|t| t.contains(piece)))
+            })
+        });
         let id = match &request.request_id {
             Some(request_id) => format!("chatcmpl-{request_id}"),
             None => format!("chatcmpl-{:032x}", rand::random::<u128>()),
@@ -97,7 +106,21 @@ impl ChatJob {
             faults,
             stream: stream.then(|| stream_settings(&request, config.ignore_stream_interval, token_ids)),
             prompt_token_ids,
+            draft_chance,
         })
+    }
+
+    /// How the draft did on a completion of `generated` tokens, counted in `/metrics`; the
+    /// response carries it when the server reports per-request figures.
+    pub fn spec_decode(&self, app: &AppState, generated: u32) -> Option<crate::draft::ResponseMetrics> {
+        let chance = self.draft_chance?;
+        let k = app.config.draft.num_speculative_tokens;
+        let figures = crate::draft::verify(generated, k, chance, self.text.seed());
+        app.metrics.spec_decoded(&figures);
+        app.config
+            .draft
+            .per_request_spec_decode_metrics
+            .then_some(crate::draft::ResponseMetrics { speculative_decoding: figures })
     }
 
     /// Appends the text of completion tokens `range`, reasoning and answer separately.

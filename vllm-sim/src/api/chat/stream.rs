@@ -215,11 +215,13 @@ impl ChatStream {
             token_ids,
         }];
         let usage = self.settings.continuous_usage.then(|| Usage::running(self.job.prompt_tokens, completed));
-        let chunk = ChatChunk { header: &self.job.header, choices: &choices, usage, prompt_token_ids };
+        let chunk =
+            ChatChunk { header: &self.job.header, choices: &choices, usage, prompt_token_ids, metrics: None };
         write_event(&mut self.frame, &chunk);
     }
 
     fn write_trailer(&mut self) {
+        let metrics = self.job.spec_decode(&self.app, self.sent);
         if self.settings.include_usage {
             let usage = self.job.final_usage(self.sent);
             write_event(
@@ -229,6 +231,7 @@ impl ChatStream {
                     choices: &[],
                     usage: Some(usage),
                     prompt_token_ids: None,
+                    metrics: metrics.as_ref(),
                 },
             );
         }

@@ -86,6 +86,7 @@ pub(super) async fn respond(
         prompt_logprobs: Null,
         kv_transfer_params: Null,
         prompt_token_ids: job.prompt_token_ids.as_deref(),
+        metrics: job.spec_decode(app, generated),
     };
     Ok(Json(completion).into_response())
 }
