@@ -1,6 +1,8 @@
 //! Exports: which samples go into a training set, in what shape, and where it is written.
 
 use crate::generation::SampleState;
+use crate::review::{ReviewState, TokenRange};
+use crate::sample_query::SampleQuery;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -65,6 +67,22 @@ impl ReviewFilter {
     /// Whether samples nobody reviewed are left out.
     pub fn drops_unreviewed(self) -> bool {
         self == ReviewFilter::ApprovedOnly
+    }
+
+    /// The review states it keeps; empty (every state) for `All`.
+    pub fn states(self) -> Vec<ReviewState> {
+        if self == ReviewFilter::All {
+            return Vec::new();
+        }
+        ReviewState::ALL
+            .into_iter()
+            .filter(|s| match s {
+                ReviewState::Rejected => !self.drops_rejected(),
+                ReviewState::Flagged => !self.drops_flagged(),
+                ReviewState::Unreviewed => !self.drops_unreviewed(),
+                ReviewState::Approved => true,
+            })
+            .collect()
     }
 }
 
@@ -162,6 +180,34 @@ fn default_seed() -> u64 {
 }
 
 impl ExportSelection {
+    /// The candidates: finished samples with a conversation of the chosen runs, outcomes,
+    /// categories and completion range, before the review filter and the excluded flags.
+    pub fn candidates(&self) -> SampleQuery {
+        let tokens = |v: Option<u32>| v.map(|v| v.min(i32::MAX as u32) as i32);
+        SampleQuery {
+            runs: self.run_ids.clone(),
+            states: self.outcomes.clone(),
+            with_conversation: true,
+            categories: self.categories.iter().cloned().map(Some).collect(),
+            completion_tokens: TokenRange {
+                min: tokens(self.min_completion_tokens),
+                max: tokens(self.max_completion_tokens),
+            },
+            ..SampleQuery::default()
+        }
+    }
+
+    /// The samples the filters keep: the candidates in the review states the filter keeps and
+    /// without any excluded flag. Duplicates, the thinking mix and the split are the export's
+    /// own, decided after.
+    pub fn query(&self) -> SampleQuery {
+        SampleQuery {
+            review: self.review.states(),
+            flags_none: self.excluded_flags.clone(),
+            ..self.candidates()
+        }
+    }
+
     /// Where a new export or preset starts: finished `ok` samples no reviewer rejected or
     /// flagged, without the engine's problem flags, duplicates removed.
     pub fn for_runs(run_ids: Vec<i64>) -> Self {

@@ -13,6 +13,7 @@ pub mod generation;
 pub mod review;
 pub mod role;
 pub mod run_form;
+pub mod sample_query;
 pub mod stored;
 pub mod token;
 pub mod units;

@@ -2,6 +2,7 @@
 //! query string), and what the list, the sample page and the queue show.
 
 use crate::generation::SampleState;
+use crate::sample_query::SampleQuery;
 use serde::{Deserialize, Serialize};
 use std::{collections::BTreeMap, fmt};
 use time::OffsetDateTime;
@@ -190,11 +191,58 @@ pub struct SampleFilter {
     pub sort: SortKey,
 }
 
+/// Stands for a NULL finish_reason or category in URLs and counts.
+pub const NONE_VALUE: &str = "-";
+
+/// The filter dimensions the list counts samples by, value by value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FacetDim {
+    Run,
+    Outcome,
+    FinishReason,
+    Flag,
+    Review,
+    Reviewer,
+    Category,
+}
+
 fn parse_num<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, String> {
     value.trim().parse().map_err(|_| format!("{key} must be a whole number, not \"{value}\""))
 }
 
 impl SampleFilter {
+    /// The samples the filter shows.
+    pub fn query(&self) -> SampleQuery {
+        self.query_without(None)
+    }
+
+    /// The same with one dimension left open: what the counts of that dimension's values are
+    /// taken over, so a reviewer sees what choosing another value would give.
+    pub fn query_without(&self, open: Option<FacetDim>) -> SampleQuery {
+        let keep = |dim: FacetDim| open != Some(dim);
+        // The list's "-" is the query's NULL.
+        let nullable = |value: &Option<String>, dim: FacetDim| -> Vec<Option<String>> {
+            match value {
+                Some(v) if keep(dim) => vec![Some(v.clone()).filter(|v| v != NONE_VALUE)],
+                _ => vec![],
+            }
+        };
+        SampleQuery {
+            runs: self.run.filter(|_| keep(FacetDim::Run)).into_iter().collect(),
+            states: self.outcome.filter(|_| keep(FacetDim::Outcome)).into_iter().collect(),
+            finish_reasons: nullable(&self.finish_reason, FacetDim::FinishReason),
+            flags_any: self.flag.clone().filter(|_| keep(FacetDim::Flag)).into_iter().collect(),
+            review: self.review.filter(|_| keep(FacetDim::Review)).into_iter().collect(),
+            reviewer: self.reviewer.filter(|_| keep(FacetDim::Reviewer)),
+            categories: nullable(&self.category, FacetDim::Category),
+            prompt_tokens: self.prompt_tokens,
+            reasoning_tokens: self.reasoning_tokens,
+            completion_tokens: self.completion_tokens,
+            text: self.q.clone(),
+            ..SampleQuery::default()
+        }
+    }
+
     /// The filter as URL query pairs, leaving out what is unset.
     pub fn to_query(&self) -> Vec<(&'static str, String)> {
         let mut q = Vec::new();
@@ -508,6 +556,26 @@ mod tests {
             f.to_query().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
         assert_eq!(SampleFilter::from_query(&pairs).unwrap(), f);
         assert!(SampleFilter::default().to_query().is_empty());
+    }
+
+    #[test]
+    fn a_filter_is_a_query_and_a_facet_leaves_its_own_dimension_open() {
+        let f = SampleFilter {
+            run: Some(4),
+            category: Some(NONE_VALUE.into()),
+            finish_reason: Some("length".into()),
+            flag: Some("repetition".into()),
+            ..Default::default()
+        };
+        let q = f.query();
+        assert_eq!(q.runs, [4]);
+        assert_eq!(q.categories, [None], "\"-\" is a row without a category");
+        assert_eq!(q.finish_reasons, [Some("length".to_string())]);
+        assert_eq!(q.flags_any, ["repetition"]);
+        let open = f.query_without(Some(FacetDim::Category));
+        assert!(open.categories.is_empty());
+        assert_eq!(open.runs, [4]);
+        assert_eq!(SampleFilter::default().query(), SampleQuery::default());
     }
 
     #[test]

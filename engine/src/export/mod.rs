@@ -1,7 +1,7 @@
 //! Exports: curated samples written as EAGLE-3 training sets.
 //!
-//! - `selection`: which samples (filters, duplicates, thinking mix, split) and the preview.
-//! - `review`: the review-state part of the selection (wired to the review columns at merge).
+//! - `selection`: which samples (the selection's `SampleQuery`, then duplicates, thinking mix
+//!   and split, the export's own) and the preview.
 //! - `conversation`: a sample's conversation shaped for export (reasoning style, stable id).
 //! - `template`, `spans` and `tokenize`: the target's chat template rendered as transformers
 //!   renders it, what the loss mask supervises, and the tokenized rows.
@@ -23,7 +23,6 @@ pub mod job;
 pub mod lease;
 pub mod manifest;
 pub mod provenance;
-pub mod review;
 pub mod runner;
 pub mod selection;
 pub mod spans;

@@ -5,11 +5,13 @@
 //! batches, so it costs a few bytes per selected sample; the full conversations are read later,
 //! batch by batch, while writing.
 
-use super::review::{flags_clause, removed_counts, review_clause, review_state_column};
-use crate::Result;
+use crate::samples::query;
+use crate::{Error, Result};
 use domain::export::{Duplicates, ExportPreview, ExportSelection, ThinkingMix};
+use domain::review::ReviewState;
+use domain::sample_query::SampleQuery;
 use sha2::{Digest, Sha256};
-use sqlx::PgPool;
+use sqlx::{PgPool, Postgres, QueryBuilder};
 use std::collections::{BTreeMap, HashSet};
 
 const PLAN_BATCH: i64 = 5_000;
@@ -52,80 +54,66 @@ struct Candidate {
     reasoning_tokens: u64,
 }
 
-/// The candidates: the chosen runs, outcomes, categories and token range, with a conversation.
-/// Parameters: $1 runs, $2 outcomes, $3 categories, $4 and $5 the token range.
-const CANDIDATES: &str = "s.run_id = ANY($1) AND s.state::text = ANY($2) \
-     AND (cardinality($3::text[]) = 0 OR r.category = ANY($3)) \
-     AND ($4::int IS NULL OR s.completion_tokens >= $4) \
-     AND ($5::int IS NULL OR s.completion_tokens <= $5) \
-     AND s.messages IS NOT NULL";
-
-/// The filter shared by planning and by reading full rows: the candidates, less the excluded
-/// flags ($6) and the review states the filter leaves out.
-fn where_clause(selection: &ExportSelection) -> String {
-    format!(
-        "{CANDIDATES} AND {flags} AND {review}",
-        flags = flags_clause(6),
-        review = review_clause(selection.review)
-    )
+/// The review states left after dropping `dropped` (none dropped: every state, an open list).
+fn keeping(dropped: &[ReviewState]) -> Vec<ReviewState> {
+    if dropped.is_empty() {
+        return Vec::new();
+    }
+    ReviewState::ALL.into_iter().filter(|s| !dropped.contains(s)).collect()
 }
 
 /// How many candidates the review filter and the excluded flags leave out: (rejected, flagged,
-/// unreviewed), as `review::removed_counts` attributes them.
-async fn removed(
-    pool: &PgPool,
-    selection: &ExportSelection,
-    outcomes: &[String],
-    range: (Option<i32>, Option<i32>),
-) -> Result<(u64, u64, u64)> {
-    let sql = format!(
-        "SELECT {counts} FROM samples s JOIN dataset_rows r ON r.id = s.row_id WHERE {CANDIDATES}",
-        counts = removed_counts(selection.review, 6)
-    );
-    let (rejected, flagged, unreviewed): (i64, i64, i64) = sqlx::query_as(&sql)
-        .bind(&selection.run_ids)
-        .bind(outcomes)
-        .bind(&selection.categories)
-        .bind(range.0)
-        .bind(range.1)
-        .bind(&selection.excluded_flags)
-        .fetch_one(pool)
-        .await?;
-    Ok((rejected as u64, flagged as u64, unreviewed as u64))
+/// unreviewed), each sample counted under the first reason that applies, so that the kept ones
+/// and these add up to every candidate. One scan: the candidates, and how many of them pass
+/// each stage (not rejected; nor flagged or carrying an excluded flag; kept).
+async fn removed(pool: &PgPool, selection: &ExportSelection) -> Result<(u64, u64, u64)> {
+    let review = selection.review;
+    let mut dropped = Vec::new();
+    if review.drops_rejected() {
+        dropped.push(ReviewState::Rejected);
+    }
+    let not_rejected = SampleQuery { review: keeping(&dropped), ..SampleQuery::default() };
+    if review.drops_flagged() {
+        dropped.push(ReviewState::Flagged);
+    }
+    let not_flagged = SampleQuery {
+        review: keeping(&dropped),
+        flags_none: selection.excluded_flags.clone(),
+        ..SampleQuery::default()
+    };
+    let kept = SampleQuery { review: review.states(), ..not_flagged.clone() };
+    let mut qb: QueryBuilder<Postgres> = QueryBuilder::new("SELECT count(*)");
+    for stage in [&not_rejected, &not_flagged, &kept] {
+        qb.push(", count(*) FILTER (WHERE true");
+        query::push_and(&mut qb, stage);
+        qb.push(")");
+    }
+    query::push_from(&mut qb, &selection.candidates());
+    let (candidates, not_rejected, not_flagged, kept): (i64, i64, i64, i64) =
+        qb.build_query_as().fetch_one(pool).await?;
+    Ok(((candidates - not_rejected) as u64, (not_rejected - not_flagged) as u64, (not_flagged - kept) as u64))
 }
 
 /// Reads the matching samples and decides which are exported, and into which split.
 pub async fn plan(pool: &PgPool, selection: &ExportSelection, validation_share: f64) -> Result<Plan> {
-    let sql = format!(
-        "SELECT s.id, s.thinking, s.state::text AS state, {review_state} AS review_state, \
-                s.prompt_tokens, s.completion_tokens, s.reasoning_tokens, \
-                sha256(convert_to(s.messages::text, 'UTF8')) AS content_hash \
-         FROM samples s JOIN dataset_rows r ON r.id = s.row_id \
-         WHERE {filter} AND s.id > $7 ORDER BY s.id LIMIT $8",
-        review_state = review_state_column(),
-        filter = where_clause(selection),
-    );
-    let outcomes: Vec<String> = selection.outcomes.iter().map(|o| o.as_str().to_string()).collect();
-    let min = selection.min_completion_tokens.map(|v| v.min(i32::MAX as u32) as i32);
-    let max = selection.max_completion_tokens.map(|v| v.min(i32::MAX as u32) as i32);
-
+    let kept = selection.query();
+    if let Some(problem) = kept.problems() {
+        return Err(Error::Invalid(problem));
+    }
     let mut matched = 0u64;
     let mut duplicates_removed = 0u64;
     let mut seen: HashSet<[u8; 16]> = HashSet::new();
     let mut candidates: Vec<Candidate> = Vec::new();
     let mut after = 0i64;
     loop {
-        let rows: Vec<LightRow> = sqlx::query_as(&sql)
-            .bind(&selection.run_ids)
-            .bind(&outcomes)
-            .bind(&selection.categories)
-            .bind(min)
-            .bind(max)
-            .bind(&selection.excluded_flags)
-            .bind(after)
-            .bind(PLAN_BATCH)
-            .fetch_all(pool)
-            .await?;
+        let mut qb: QueryBuilder<Postgres> = QueryBuilder::new(
+            "SELECT s.id, s.thinking, s.state::text AS state, s.review_state::text AS review_state, \
+                    s.prompt_tokens, s.completion_tokens, s.reasoning_tokens, \
+                    sha256(convert_to(s.messages::text, 'UTF8')) AS content_hash",
+        );
+        query::push_from(&mut qb, &kept);
+        qb.push(" AND s.id > ").push_bind(after).push(" ORDER BY s.id LIMIT ").push_bind(PLAN_BATCH);
+        let rows: Vec<LightRow> = qb.build_query_as().fetch_all(pool).await?;
         let Some(last) = rows.last() else { break };
         after = last.id;
         for row in rows {
@@ -167,8 +155,7 @@ pub async fn plan(pool: &PgPool, selection: &ExportSelection, validation_share: 
         });
     }
 
-    let (rejected_removed, flagged_removed, unreviewed_removed) =
-        removed(pool, selection, &outcomes, (min, max)).await?;
+    let (rejected_removed, flagged_removed, unreviewed_removed) = removed(pool, selection).await?;
     let mut preview = ExportPreview {
         matched,
         rejected_removed,

@@ -1,13 +1,14 @@
 //! Creating runs and changing their course: pause, resume, cancel, and retry passes.
 
-use crate::samples::{self, create::Rows, requeue::Why};
+use crate::samples::{self, create::Rows, query, requeue::Why};
 use crate::vllm::{ChatCall, ChatMessage, ChatRequest, SpecReport, StreamOptions};
 use crate::{acceptance, endpoints, Error, Result};
 use domain::acceptance::DraftRef;
 use domain::export::ExportSplit;
 use domain::generation::{Concurrency, RunSettings, RunStatus, SampleState, Selection};
+use domain::sample_query::SampleQuery;
 use domain::stored::{from_stored, to_stored};
-use sqlx::PgPool;
+use sqlx::{PgPool, Postgres, QueryBuilder};
 use std::time::Duration;
 
 pub struct NewRun {
@@ -436,18 +437,15 @@ pub async fn retry(pool: &PgPool, http: &reqwest::Client, run_id: i64, pass: Ret
     if !problems.is_empty() {
         return Err(Error::Invalid(problems.join("; ")));
     }
-    let filter = pass.error_contains.filter(|f| !f.trim().is_empty());
+    let selected = SampleQuery { states, error_contains: pass.error_contains, ..SampleQuery::run(run_id) };
+    if let Some(problem) = selected.problems() {
+        return Err(Error::Invalid(problem));
+    }
     // Served by samples_run_outcome_idx (run_id, state, id); locked until the pass commits.
-    let ids = sqlx::query_scalar!(
-        "SELECT id FROM samples
-         WHERE run_id = $1 AND state = ANY($2) AND ($3::text IS NULL OR error ILIKE '%' || $3 || '%')
-         ORDER BY id FOR UPDATE",
-        run_id,
-        &states as &[SampleState],
-        filter
-    )
-    .fetch_all(&mut *tx)
-    .await?;
+    let mut qb: QueryBuilder<Postgres> = QueryBuilder::new("SELECT s.id");
+    query::push_from(&mut qb, &selected);
+    qb.push(" ORDER BY s.id FOR UPDATE");
+    let ids: Vec<i64> = qb.build_query_scalar().fetch_all(&mut *tx).await?;
     // Their text is about to change: their decisions are dropped and kept in the audit log.
     let requeued = samples::requeue::requeue(&mut tx, &ids, Why::RetryPass, None).await?;
     if requeued == 0 {

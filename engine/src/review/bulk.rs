@@ -2,31 +2,31 @@
 //! caller first asks for the count and shows it; the apply names that count and is refused
 //! when the filtered set changed in between, so a confirmation always covers what it says.
 
-use super::{decisions::MAX_NOTE_CHARS, filter, reasons};
-use crate::{samples, Error, Result};
+use super::{decisions::MAX_NOTE_CHARS, reasons};
+use crate::samples::{self, query};
+use crate::{Error, Result};
 use domain::review::{Decision, SampleFilter};
+use domain::sample_query::SampleQuery;
 use domain::{Role, Viewer};
 use sqlx::{PgPool, Postgres, QueryBuilder};
 
 /// The most samples one bulk action may touch.
 pub const MAX_BULK: i64 = 200_000;
 
-fn push_target(qb: &mut QueryBuilder<'_, Postgres>, f: &SampleFilter) {
-    qb.push(" FROM samples s");
-    if filter::needs_rows(f, None) {
-        qb.push(" JOIN dataset_rows d ON d.id = s.row_id");
+/// The finished samples of the filter: the ones a decision can apply to.
+fn target(f: &SampleFilter) -> Result<SampleQuery> {
+    let target = SampleQuery { finished: true, ..f.query() };
+    match target.problems() {
+        Some(problem) => Err(Error::Invalid(problem)),
+        None => Ok(target),
     }
-    qb.push(" WHERE s.state NOT IN ('pending', 'running')");
-    filter::push_conditions(qb, f, None);
 }
 
 /// How many samples a bulk action on this filter would touch (finished ones only).
 pub async fn count(pool: &PgPool, f: &SampleFilter) -> Result<i64> {
-    if let Some(problem) = filter::problems(f) {
-        return Err(Error::Invalid(problem));
-    }
+    let target = target(f)?;
     let mut qb: QueryBuilder<Postgres> = QueryBuilder::new("SELECT count(*)");
-    push_target(&mut qb, f);
+    query::push_from(&mut qb, &target);
     Ok(qb.build_query_scalar().fetch_one(pool).await?)
 }
 
@@ -46,9 +46,7 @@ pub async fn apply(pool: &PgPool, by: &Viewer, input: BulkInput) -> Result<i64> 
     if !by.role.allows(Role::Engineer) {
         return Err(Error::invalid("bulk actions are for engineers and admins"));
     }
-    if let Some(problem) = filter::problems(&input.filter) {
-        return Err(Error::Invalid(problem));
-    }
+    let target = target(&input.filter)?;
     let flags = reasons::validate(pool, &input.flags).await?;
     if input.decision == Decision::Flag && flags.is_empty() {
         return Err(Error::invalid("choose at least one reason to flag these samples"));
@@ -67,7 +65,7 @@ pub async fn apply(pool: &PgPool, by: &Viewer, input: BulkInput) -> Result<i64> 
     let to_state = input.decision.state();
     let mut tx = pool.begin().await?;
     let mut qb: QueryBuilder<Postgres> = QueryBuilder::new("SELECT s.id");
-    push_target(&mut qb, &input.filter);
+    query::push_from(&mut qb, &target);
     qb.push(" ORDER BY s.id FOR UPDATE OF s");
     let ids: Vec<i64> = qb.build_query_scalar().fetch_all(&mut *tx).await?;
     if ids.len() as i64 != input.expected {

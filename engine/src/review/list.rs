@@ -1,14 +1,12 @@
 //! The sample list: filtered, sorted, paged by key (never by offset), with counts per filter
 //! value.
 
-use super::{
-    filter::{self, Dim},
-    reasons,
-};
+use super::reasons;
+use crate::samples::query;
 use crate::{Error, Result};
 use domain::{
     generation::SampleState,
-    review::{FacetValue, Facets, ReviewState, SampleFilter, SamplePage, SampleRow, SortKey},
+    review::{FacetDim, FacetValue, Facets, ReviewState, SampleFilter, SamplePage, SampleRow, SortKey},
 };
 use sqlx::{PgPool, Postgres, QueryBuilder};
 
@@ -66,7 +64,8 @@ pub async fn page(
     after: Option<&str>,
     limit: Option<i64>,
 ) -> Result<SamplePage> {
-    if let Some(problem) = filter::problems(filter) {
+    let selected = filter.query();
+    if let Some(problem) = selected.problems() {
         return Err(Error::Invalid(problem));
     }
     let limit = limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
@@ -85,7 +84,7 @@ pub async fn page(
            LEFT JOIN users u ON u.id = s.reviewed_by
            WHERE true"#
     ));
-    filter::push_conditions(&mut qb, filter, None);
+    query::push_and(&mut qb, &selected);
     if let Some(c) = cursor {
         let cmp = if dir == "ASC" { ">" } else { "<" };
         if expr == "s.id" {
@@ -136,12 +135,8 @@ pub async fn neighbour(pool: &PgPool, filter: &SampleFilter, id: i64, forward: b
     let (expr, dir) = order(filter.sort);
     let ascending = (dir == "ASC") == forward;
     let (cmp, dir) = if ascending { (">", "ASC") } else { ("<", "DESC") };
-    let mut qb: QueryBuilder<Postgres> = QueryBuilder::new("SELECT s.id FROM samples s");
-    if filter::needs_rows(filter, None) {
-        qb.push(" JOIN dataset_rows d ON d.id = s.row_id");
-    }
-    qb.push(" WHERE true");
-    filter::push_conditions(&mut qb, filter, None);
+    let mut qb: QueryBuilder<Postgres> = QueryBuilder::new("SELECT s.id");
+    query::push_from(&mut qb, &filter.query());
     qb.push(format!(" AND ({expr}, s.id) {cmp} (SELECT {expr}, s.id FROM samples s WHERE s.id = "))
         .push_bind(id)
         .push(format!(") ORDER BY {expr} {dir}, s.id {dir} LIMIT 1"));
@@ -150,40 +145,39 @@ pub async fn neighbour(pool: &PgPool, filter: &SampleFilter, id: i64, forward: b
 
 /// How many samples match the filter.
 pub async fn count(pool: &PgPool, filter: &SampleFilter) -> Result<i64> {
-    let mut qb: QueryBuilder<Postgres> = QueryBuilder::new("SELECT count(*) FROM samples s");
-    if filter::needs_rows(filter, None) {
-        qb.push(" JOIN dataset_rows d ON d.id = s.row_id");
-    }
-    qb.push(" WHERE true");
-    filter::push_conditions(&mut qb, filter, None);
+    let mut qb: QueryBuilder<Postgres> = QueryBuilder::new("SELECT count(*)");
+    query::push_from(&mut qb, &filter.query());
     Ok(qb.build_query_scalar().fetch_one(pool).await?)
 }
 
 /// The most values listed per dimension.
 const FACET_LIMIT: i64 = 50;
 
-async fn facet(pool: &PgPool, filter: &SampleFilter, dim: Dim) -> Result<Vec<FacetValue>> {
+async fn facet(pool: &PgPool, filter: &SampleFilter, dim: FacetDim) -> Result<Vec<FacetValue>> {
     let (value, label, joins) = match dim {
-        Dim::Run => ("s.run_id::text", "r.name", " JOIN runs r ON r.id = s.run_id"),
-        Dim::Outcome => ("s.state::text", "s.state::text", ""),
-        Dim::FinishReason => ("COALESCE(s.finish_reason, '-')", "COALESCE(s.finish_reason, '(none)')", ""),
-        Dim::Flag => (
+        FacetDim::Run => ("s.run_id::text", "r.name", " JOIN runs r ON r.id = s.run_id"),
+        FacetDim::Outcome => ("s.state::text", "s.state::text", ""),
+        FacetDim::FinishReason => {
+            ("COALESCE(s.finish_reason, '-')", "COALESCE(s.finish_reason, '(none)')", "")
+        }
+        FacetDim::Flag => (
             "f.code",
             "f.code",
             ", LATERAL unnest(ARRAY(SELECT DISTINCT unnest(s.flags || s.auto_flags))) AS f(code)",
         ),
-        Dim::Review => ("s.review_state::text", "s.review_state::text", ""),
-        Dim::Reviewer => ("s.reviewed_by::text", "u.username", " JOIN users u ON u.id = s.reviewed_by"),
-        Dim::Category => ("COALESCE(d.category, '-')", "COALESCE(d.category, '(none)')", ""),
+        FacetDim::Review => ("s.review_state::text", "s.review_state::text", ""),
+        FacetDim::Reviewer => ("s.reviewed_by::text", "u.username", " JOIN users u ON u.id = s.reviewed_by"),
+        FacetDim::Category => ("COALESCE(d.category, '-')", "COALESCE(d.category, '(none)')", ""),
     };
     let mut qb: QueryBuilder<Postgres> = QueryBuilder::new(format!(
         "SELECT {value} AS value, {label} AS label, count(*) AS count FROM samples s"
     ));
-    if dim == Dim::Category || filter::needs_rows(filter, Some(dim)) {
+    let counted = filter.query_without(Some(dim));
+    if dim == FacetDim::Category || counted.needs_rows() {
         qb.push(" JOIN dataset_rows d ON d.id = s.row_id");
     }
     qb.push(joins).push(" WHERE true");
-    filter::push_conditions(&mut qb, filter, Some(dim));
+    query::push_and(&mut qb, &counted);
     qb.push(" GROUP BY 1, 2 ORDER BY 3 DESC, 1 LIMIT ").push_bind(FACET_LIMIT);
     let rows: Vec<(String, String, i64)> = qb.build_query_as().fetch_all(pool).await?;
     Ok(rows.into_iter().map(|(value, label, count)| FacetValue { value, label, count }).collect())
@@ -192,18 +186,18 @@ async fn facet(pool: &PgPool, filter: &SampleFilter, dim: Dim) -> Result<Vec<Fac
 /// Counts per value of every dimension, each with the other filters applied. The queries run
 /// side by side on the pool.
 pub async fn facets(pool: &PgPool, filter: &SampleFilter) -> Result<Facets> {
-    if let Some(problem) = filter::problems(filter) {
+    if let Some(problem) = filter.query().problems() {
         return Err(Error::Invalid(problem));
     }
     let (total, run, outcome, finish_reason, mut flag, review, reviewer, category, reasons) = tokio::try_join!(
         count(pool, filter),
-        facet(pool, filter, Dim::Run),
-        facet(pool, filter, Dim::Outcome),
-        facet(pool, filter, Dim::FinishReason),
-        facet(pool, filter, Dim::Flag),
-        facet(pool, filter, Dim::Review),
-        facet(pool, filter, Dim::Reviewer),
-        facet(pool, filter, Dim::Category),
+        facet(pool, filter, FacetDim::Run),
+        facet(pool, filter, FacetDim::Outcome),
+        facet(pool, filter, FacetDim::FinishReason),
+        facet(pool, filter, FacetDim::Flag),
+        facet(pool, filter, FacetDim::Review),
+        facet(pool, filter, FacetDim::Reviewer),
+        facet(pool, filter, FacetDim::Category),
         reasons::list(pool),
     )?;
     for f in &mut flag {

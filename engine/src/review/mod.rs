@@ -5,7 +5,8 @@
 //! - `reasons`: the configurable list of flag reasons.
 //! - `decisions`: approve / reject / flag with a version check, undo, the audit log.
 //! - `queue`: "next sample" under a lease, so two reviewers never get the same one.
-//! - `list`: the filtered, keyset-paged sample list and its counts per filter value.
+//! - `list`: the filtered, keyset-paged sample list and its counts per filter value (the
+//!   filter is a `SampleQuery`, turned into SQL by `samples::query`).
 //! - `detail`: everything the sample page shows.
 //! - `bulk`: one decision for every sample of a filter (engineers and admins).
 //! - `regenerate`: one sample back to the generation queue with its run's settings.
@@ -14,7 +15,6 @@ mod auto_flags;
 pub mod bulk;
 pub mod decisions;
 pub mod detail;
-mod filter;
 pub mod list;
 pub mod markdown;
 pub mod queue;

@@ -29,6 +29,7 @@
 //! ```
 
 pub mod create;
+pub mod query;
 pub mod queue;
 pub mod requeue;
 pub mod review;
