@@ -3,6 +3,7 @@
 
 #![recursion_limit = "256"]
 
+pub mod acceptance;
 pub mod auth;
 pub mod components;
 pub mod datasets;
@@ -103,6 +104,18 @@ pub fn App() -> impl IntoView {
                     <Route
                         path=path!("review/samples/:id")
                         view=|| view! { <Guard role=Role::Reviewer><review::sample::SamplePage/></Guard> }
+                    />
+                    <Route
+                        path=path!("acceptance")
+                        view=|| view! { <Guard role=Role::Engineer><acceptance::AcceptancePage/></Guard> }
+                    />
+                    <Route
+                        path=path!("acceptance/runs/:id")
+                        view=|| view! { <Guard role=Role::Engineer><acceptance::RunAcceptancePage/></Guard> }
+                    />
+                    <Route
+                        path=path!("acceptance/compare")
+                        view=|| view! { <Guard role=Role::Engineer><acceptance::ComparePage/></Guard> }
                     />
                     <Route
                         path=path!("exports")

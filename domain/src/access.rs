@@ -18,6 +18,7 @@ pub const SECTIONS: &[(&str, &str, Role)] = &[
     ("/runs", "Runs", Role::Engineer),
     ("/review", "Review", Role::Reviewer),
     ("/exports", "Exports", Role::Engineer),
+    ("/acceptance", "Acceptance", Role::Engineer),
     ("/endpoints", "Endpoints", Role::Engineer),
     ("/tokens", "Tokens", Role::Reviewer),
     ("/users", "Users", Role::Admin),
@@ -47,6 +48,7 @@ pub const API_NAMESPACES: &[(&str, PageAccess)] = &[
     ("endpoints", PageAccess::Requires(Role::Engineer)),
     ("runs", PageAccess::Requires(Role::Engineer)),
     ("exports", PageAccess::Requires(Role::Engineer)),
+    ("acceptance", PageAccess::Requires(Role::Engineer)),
     ("review", PageAccess::Requires(Role::Reviewer)),
     // The home page: every role; the function leaves out what the caller's role may not see.
     ("overview", PageAccess::Requires(Role::Reviewer)),

@@ -1,8 +1,9 @@
 //! Exports: which samples go into a training set, in what shape, and where it is written.
 
+use crate::acceptance::Pooled;
 use crate::generation::SampleState;
 use crate::review::{ReviewState, TokenRange};
-use crate::sample_query::SampleQuery;
+use crate::sample_query::{AcceptanceRange, SampleQuery};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -154,6 +155,13 @@ pub struct ExportSelection {
     pub min_completion_tokens: Option<u32>,
     #[serde(default)]
     pub max_completion_tokens: Option<u32>,
+    /// Bounds on the draft's acceptance length (a sample without a figure is outside any).
+    #[serde(default)]
+    pub acceptance: AcceptanceRange,
+    /// Keep, in each category, only this share (0–1] of its samples with the lowest acceptance
+    /// length: where the draft does worst. Samples without a figure are left out.
+    #[serde(default)]
+    pub weakest: Option<f64>,
     #[serde(default = "default_duplicates")]
     pub duplicates: Duplicates,
     #[serde(default = "default_thinking_mix")]
@@ -193,6 +201,7 @@ impl ExportSelection {
                 min: tokens(self.min_completion_tokens),
                 max: tokens(self.max_completion_tokens),
             },
+            acceptance: self.acceptance,
             ..SampleQuery::default()
         }
     }
@@ -219,6 +228,8 @@ impl ExportSelection {
             categories: Vec::new(),
             min_completion_tokens: None,
             max_completion_tokens: None,
+            acceptance: AcceptanceRange::default(),
+            weakest: None,
             duplicates: default_duplicates(),
             thinking: default_thinking_mix(),
             seed: default_seed(),
@@ -400,6 +411,14 @@ impl ExportSpec {
                 problems.push(format!("the token range is empty: min {min} is above max {max}"));
             }
         }
+        if let Some(problem) = s.candidates().problems() {
+            problems.push(problem);
+        }
+        if let Some(share) = s.weakest {
+            if !(share > 0.0 && share <= 1.0) {
+                problems.push(format!("the weakest share must be above 0 and at most 1, not {share}"));
+            }
+        }
         if let ThinkingMix::Ratio { thinking_share } = s.thinking {
             if !(0.0..=1.0).contains(&thinking_share) {
                 problems.push(format!("the thinking share must be between 0 and 1, not {thinking_share}"));
@@ -474,7 +493,7 @@ impl fmt::Display for ExportStatus {
 }
 
 /// What a selection would export, shown before exporting.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ExportPreview {
     /// Samples matching the filters.
     pub matched: u64,
@@ -489,6 +508,9 @@ pub struct ExportPreview {
     #[serde(default)]
     pub unreviewed_removed: u64,
     pub duplicates_removed: u64,
+    /// Samples left out by the weakest-share cut (stronger ones, and those without a figure).
+    #[serde(default)]
+    pub acceptance_removed: u64,
     /// Samples left out to reach the thinking mix.
     pub mix_removed: u64,
     /// Samples that will be exported (before any tokenized-length drop).
@@ -504,6 +526,12 @@ pub struct ExportPreview {
     pub by_outcome: Vec<(String, u64)>,
     /// Selected samples per review state, sorted by name.
     pub by_review_state: Vec<(String, u64)>,
+    /// The draft's acceptance on the selected samples that have a figure, pooled, and per
+    /// category (sorted by name).
+    #[serde(default)]
+    pub acceptance: Option<Pooled>,
+    #[serde(default)]
+    pub acceptance_by_category: Vec<(String, Pooled)>,
 }
 
 #[cfg(test)]

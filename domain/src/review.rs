@@ -2,7 +2,7 @@
 //! query string), and what the list, the sample page and the queue show.
 
 use crate::generation::SampleState;
-use crate::sample_query::SampleQuery;
+use crate::sample_query::{AcceptanceRange, SampleQuery};
 use serde::{Deserialize, Serialize};
 use std::{collections::BTreeMap, fmt};
 use time::OffsetDateTime;
@@ -123,15 +123,21 @@ pub enum SortKey {
     LongestCompletion,
     ShortestCompletion,
     Slowest,
+    /// Lowest acceptance length first (where the draft does worst); samples without a figure last.
+    LowestAcceptance,
+    /// Highest acceptance length first; samples without a figure last.
+    HighestAcceptance,
 }
 
 impl SortKey {
-    pub const ALL: [SortKey; 5] = [
+    pub const ALL: [SortKey; 7] = [
         SortKey::Oldest,
         SortKey::Newest,
         SortKey::LongestCompletion,
         SortKey::ShortestCompletion,
         SortKey::Slowest,
+        SortKey::LowestAcceptance,
+        SortKey::HighestAcceptance,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -141,6 +147,8 @@ impl SortKey {
             SortKey::LongestCompletion => "longest",
             SortKey::ShortestCompletion => "shortest",
             SortKey::Slowest => "slowest",
+            SortKey::LowestAcceptance => "lowest_acceptance",
+            SortKey::HighestAcceptance => "highest_acceptance",
         }
     }
 
@@ -151,6 +159,8 @@ impl SortKey {
             SortKey::LongestCompletion => "longest completion",
             SortKey::ShortestCompletion => "shortest completion",
             SortKey::Slowest => "slowest",
+            SortKey::LowestAcceptance => "lowest acceptance",
+            SortKey::HighestAcceptance => "highest acceptance",
         }
     }
 
@@ -174,7 +184,7 @@ impl TokenRange {
 
 /// The sample list's filter. It lives in the page URL (`to_query`/`from_query`), so a filtered
 /// view can be shared as a link and the back button returns to the previous filter.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SampleFilter {
     pub run: Option<i64>,
     pub outcome: Option<SampleState>,
@@ -186,6 +196,9 @@ pub struct SampleFilter {
     pub prompt_tokens: TokenRange,
     pub reasoning_tokens: TokenRange,
     pub completion_tokens: TokenRange,
+    /// Bounds on the draft's acceptance length.
+    #[serde(default)]
+    pub acceptance: AcceptanceRange,
     /// Full-text search over the conversation, the reasoning and the answer.
     pub q: Option<String>,
     pub sort: SortKey,
@@ -238,6 +251,7 @@ impl SampleFilter {
             prompt_tokens: self.prompt_tokens,
             reasoning_tokens: self.reasoning_tokens,
             completion_tokens: self.completion_tokens,
+            acceptance: self.acceptance,
             text: self.q.clone(),
             ..SampleQuery::default()
         }
@@ -278,6 +292,12 @@ impl SampleFilter {
             if let Some(v) = range.max {
                 q.push((range_key(prefix, "max"), v.to_string()));
             }
+        }
+        if let Some(v) = self.acceptance.min {
+            q.push(("acceptance_min", v.to_string()));
+        }
+        if let Some(v) = self.acceptance.max {
+            q.push(("acceptance_max", v.to_string()));
         }
         if let Some(v) = &self.q {
             q.push(("q", v.clone()));
@@ -320,6 +340,14 @@ impl SampleFilter {
                 range.max = Some(parse_num(range_key(prefix, "max"), v)?);
             }
         }
+        for (key, end) in
+            [("acceptance_min", &mut f.acceptance.min), ("acceptance_max", &mut f.acceptance.max)]
+        {
+            if let Some(v) = get(key) {
+                *end =
+                    Some(v.parse().map_err(|_| format!("{key} must be a number such as 2.5, not \"{v}\""))?);
+            }
+        }
         f.q = get("q").map(str::to_string);
         if let Some(v) = get("sort") {
             f.sort = SortKey::parse(v).ok_or_else(|| format!("unknown sort \"{v}\""))?;
@@ -354,6 +382,9 @@ pub struct SampleRow {
     pub reasoning_tokens: Option<i32>,
     pub completion_tokens: Option<i32>,
     pub duration_ms: Option<i32>,
+    /// The draft's acceptance length on the sample, when its server reported one.
+    #[serde(default)]
+    pub acceptance: Option<f64>,
     pub reviewer: Option<String>,
     /// The start of the last user turn.
     pub preview: String,
@@ -463,6 +494,9 @@ pub struct SampleDetail {
     pub reasoning_tokens: Option<i32>,
     pub ttft_ms: Option<i32>,
     pub duration_ms: Option<i32>,
+    /// How the server's draft did on the sample, when it runs one and reported it.
+    #[serde(default)]
+    pub spec_decode: Option<crate::acceptance::SpecDecode>,
     pub endpoint: Option<String>,
     pub error: Option<String>,
     pub attempts: Vec<AttemptView>,
@@ -549,6 +583,7 @@ mod tests {
             prompt_tokens: TokenRange { min: Some(10), max: None },
             reasoning_tokens: TokenRange { min: None, max: Some(4000) },
             completion_tokens: TokenRange { min: Some(1), max: Some(9) },
+            acceptance: AcceptanceRange { min: Some(1.5), max: Some(2.25) },
             q: Some("prime numbers".into()),
             sort: SortKey::Slowest,
         };

@@ -16,6 +16,25 @@ pub struct DatasetChoice {
     pub categories: Vec<(String, i64)>,
 }
 
+/// An earlier run whose prompts a new run (an evaluation, most often) can send again.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunChoice {
+    pub id: i64,
+    pub name: String,
+    pub dataset_id: i64,
+    pub samples: i64,
+    /// The draft it evaluated, if it is an evaluation.
+    pub draft: Option<DraftRef>,
+}
+
+/// A finished export whose split's prompts a new run can send: rows per split and dataset.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExportChoice {
+    pub id: i64,
+    /// (split, dataset id, rows)
+    pub splits: Vec<(ExportSplit, i64, i64)>,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunForm {
     pub name: String,

@@ -467,3 +467,149 @@ async fn a_new_run_draws_its_prompts_toward_the_weakest_category_with_the_quotas
     .to_string();
     assert!(refused.contains("no acceptance figures"), "{refused}");
 }
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn review_sorts_and_filters_by_acceptance_and_an_export_takes_each_categorys_weakest(
+    pool: sqlx::PgPool,
+) {
+    use domain::export::{Destination, ExportFormat, ExportSelection, ExportSpec, FileFormat};
+    use domain::review::{SampleFilter, SortKey};
+    use domain::sample_query::AcceptanceRange;
+    let by = user(&pool).await;
+    let dataset = mixed_dataset(&pool, 40).await;
+    let drafted = sim(draft_sim(3, 0.9, 0.2)).await;
+    let drafted = endpoint(&pool, &drafted, by).await;
+    let run = start(&pool, dataset, drafted, Selection::All, Some("d"), by).await.unwrap();
+    run_to_end(&pool, run).await;
+    let lengths: std::collections::HashMap<i64, (String, f64)> = sqlx::query_as::<_, (i64, String, i32, i32)>(
+        "SELECT s.id, d.category, s.spec_accepted, s.spec_steps FROM samples s JOIN dataset_rows d ON d.id = s.row_id
+         WHERE s.run_id = $1",
+    )
+    .bind(run)
+    .fetch_all(&pool)
+    .await
+    .unwrap()
+    .into_iter()
+    .map(|(id, category, accepted, steps)| (id, (category, 1.0 + f64::from(accepted) / f64::from(steps))))
+    .collect();
+
+    // The list, weakest first, pages by key through every sample in acceptance order.
+    let mut filter = SampleFilter { run: Some(run), sort: SortKey::LowestAcceptance, ..Default::default() };
+    let mut seen = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let page = engine::review::list::page(&pool, &filter, after.as_deref(), Some(7)).await.unwrap();
+        seen.extend(page.rows.iter().map(|r| (r.id, r.acceptance.unwrap())));
+        match page.next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(seen.len(), 40);
+    assert!(seen.windows(2).all(|w| w[0].1 <= w[1].1 + 5e-4), "{seen:?}");
+    for (id, shown) in &seen {
+        assert!((lengths[id].1 - shown).abs() < 1e-9);
+    }
+    assert_eq!(lengths[&seen[0].0].0, "even", "the weakest is a weak-category sample");
+    filter.sort = SortKey::HighestAcceptance;
+    let top = engine::review::list::page(&pool, &filter, None, Some(1)).await.unwrap();
+    assert_eq!(lengths[&top.rows[0].id].0, "odd");
+
+    // A bound keeps the samples inside it; the counts and bulk decisions agree with the list.
+    filter.acceptance = AcceptanceRange { min: None, max: Some(2.0) };
+    let weak = engine::review::list::page(&pool, &filter, None, Some(100)).await.unwrap();
+    let expected = lengths.values().filter(|(_, l)| (l * 1000.0).round() <= 2000.0).count();
+    assert_eq!(weak.rows.len(), expected);
+    assert!(weak.rows.iter().all(|r| r.acceptance.unwrap() <= 2.0005));
+    assert_eq!(engine::review::list::count(&pool, &filter).await.unwrap(), expected as i64);
+    assert_eq!(engine::review::bulk::count(&pool, &filter).await.unwrap(), expected as i64);
+    filter.acceptance = AcceptanceRange { min: Some(0.5), max: None };
+    let refused = engine::review::list::page(&pool, &filter, None, None).await.unwrap_err().to_string();
+    assert!(refused.contains("at least 1"), "{refused}");
+
+    // An export of the weakest 25% of each category: ceil(0.25 × 20) = 5 of each, the lowest.
+    let env = export_env::env();
+    let spec = ExportSpec {
+        selection: ExportSelection {
+            excluded_flags: vec![],
+            weakest: Some(0.25),
+            ..ExportSelection::for_runs(vec![run])
+        },
+        format: ExportFormat::default(),
+        destination: Destination::Directory { path: "weak".into() },
+    };
+    let plan = engine::export::selection::plan(&pool, &spec.selection, 0.0).await.unwrap();
+    assert_eq!((plan.preview.selected, plan.preview.acceptance_removed), (10, 30));
+    for category in ["even", "odd"] {
+        let mut all: Vec<f64> = lengths.values().filter(|(c, _)| c == category).map(|(_, l)| *l).collect();
+        all.sort_by(f64::total_cmp);
+        let chosen: Vec<f64> = plan
+            .samples
+            .iter()
+            .map(|s| &lengths[&s.id])
+            .filter(|(c, _)| c == category)
+            .map(|(_, l)| *l)
+            .collect();
+        assert_eq!(chosen.len(), 5, "{category}");
+        assert!(chosen.iter().all(|l| *l <= all[4] + 1e-12), "{category}: {chosen:?} vs {all:?}");
+    }
+    let pooled = plan.preview.acceptance.clone().unwrap();
+    assert_eq!(pooled.samples, 10);
+    assert_eq!(plan.preview.acceptance_by_category.len(), 2);
+
+    // Each row carries its sample's acceptance; the manifest the selection's.
+    let id = engine::export::job::create(&pool, &spec, Some(by), None).await.unwrap();
+    engine::export::job::run(&pool, &env.storage, id).await.unwrap();
+    let folder = env.root.join(format!("exports/weak/export-{id}"));
+    let rows: Vec<serde_json::Value> = std::fs::read_to_string(folder.join("train.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 10);
+    let by_row_key: std::collections::HashMap<String, f64> = sqlx::query_as::<_, (String, i32, i32)>(
+        "SELECT $1 || '-' || d.row_key, s.spec_accepted, s.spec_steps FROM samples s JOIN dataset_rows d ON d.id = s.row_id
+         WHERE s.run_id = $2",
+    )
+    .bind(run.to_string())
+    .bind(run)
+    .fetch_all(&pool)
+    .await
+    .unwrap()
+    .into_iter()
+    .map(|(key, accepted, steps)| (key, 1.0 + f64::from(accepted) / f64::from(steps)))
+    .collect();
+    for row in &rows {
+        let shown = row["metadata"]["acceptance_length"].as_f64().unwrap();
+        assert!((by_row_key[row["id"].as_str().unwrap()] - shown).abs() < 1e-9, "{row}");
+        assert!(row["metadata"]["verify_steps"].as_u64().unwrap() > 0);
+    }
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(folder.join("manifest.json")).unwrap()).unwrap();
+    let in_manifest = manifest["counts"]["selection"]["acceptance"]["length"].as_f64().unwrap();
+    assert!((in_manifest - pooled.length).abs() < 1e-12);
+
+    // Parquet rows hold the same figures in two nullable columns.
+    let parquet = ExportSpec {
+        format: ExportFormat { file: FileFormat::Parquet, ..ExportFormat::default() },
+        destination: Destination::Directory { path: "weak-parquet".into() },
+        ..spec
+    };
+    let id = engine::export::job::create(&pool, &parquet, Some(by), None).await.unwrap();
+    engine::export::job::run(&pool, &env.storage, id).await.unwrap();
+    let file = std::fs::File::open(env.root.join(format!("exports/weak-parquet/export-{id}/train.parquet")))
+        .unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut lengths_read = Vec::new();
+    for batch in reader {
+        let batch = batch.unwrap();
+        let column = batch.column_by_name("acceptance_length").unwrap();
+        let column = column.as_any().downcast_ref::<arrow_array::Float64Array>().unwrap();
+        lengths_read.extend(column.iter().map(|v| v.unwrap()));
+        assert!(batch.column_by_name("verify_steps").is_some());
+    }
+    assert_eq!(lengths_read.len(), 10);
+}

@@ -37,6 +37,9 @@ pub enum Command {
     /// Start, watch and download exports through the HTTP API (--url/DS_URL, --token/DS_TOKEN).
     #[command(subcommand, after_help = crate::client::EXIT_CODES_HELP)]
     Export(ExportCommand),
+    /// A draft's acceptance on a run, and two evaluations compared, through the HTTP API.
+    #[command(subcommand, after_help = crate::client::EXIT_CODES_HELP)]
+    Acceptance(AcceptanceCommand),
     /// Make API tokens from the command line.
     #[command(subcommand)]
     Token(TokenCommand),
@@ -139,7 +142,7 @@ pub struct WaitArgs {
 #[derive(Subcommand, Debug)]
 pub enum RunCommand {
     /// Start a run from a settings file (the new-run form's fields as JSON) and/or flags.
-    Start(RunStart),
+    Start(Box<RunStart>),
     /// Print a run's status and counters.
     Status {
         id: i64,
@@ -197,6 +200,18 @@ pub struct RunStart {
     pub max_tokens: Option<u32>,
     #[arg(long)]
     pub temperature: Option<f64>,
+    /// Evaluate a draft: NAME or NAME@REVISION, as the endpoints serve it with the target.
+    #[arg(long, value_name = "NAME[@REVISION]")]
+    pub draft: Option<String>,
+    /// Send an earlier run's prompts again, each in its thinking mode there (its dataset is used).
+    #[arg(long, value_name = "RUN", conflicts_with = "from_export")]
+    pub from_run: Option<i64>,
+    /// Send a finished export's prompts (with --split; give --dataset, the dataset its runs drew from).
+    #[arg(long, value_name = "EXPORT")]
+    pub from_export: Option<i64>,
+    /// The export's split to send: validation (the default) or train.
+    #[arg(long, requires = "from_export", value_parser = ["validation", "train"])]
+    pub split: Option<String>,
     /// Any other form field, as KEY=VALUE (e.g. --set concurrency=fixed --set concurrency_fixed=64).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub fields: Vec<String>,
@@ -249,5 +264,30 @@ pub enum TokenCommand {
         /// Days until it expires.
         #[arg(long, default_value_t = 90)]
         days: u32,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum AcceptanceCommand {
+    /// A run's acceptance: pooled by verify steps with its 95% interval, and by category.
+    Show {
+        run: i64,
+        /// Print the whole report as JSON (every breakdown and the weakest samples).
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        api: ApiArgs,
+    },
+    /// Two runs of the same prompts compared prompt by prompt: B − A with its interval.
+    Compare {
+        /// The baseline run.
+        a: i64,
+        /// The run compared with it.
+        b: i64,
+        /// Print the whole comparison as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        api: ApiArgs,
     },
 }

@@ -35,9 +35,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Endpoint(command) => endpoint(config, command).await,
         Command::Dataset(command) => dataset(config, command).await,
         Command::Token(command) => token(config, command).await,
-        Command::Run(_) | Command::Export(_) => {
+        Command::Run(_) | Command::Export(_) | Command::Acceptance(_) => {
             anyhow::bail!(
-                "`run` and `export` talk to the API; main dispatches them before configuration is read"
+                "`run`, `export` and `acceptance` talk to the API; main dispatches them before configuration is read"
             )
         }
     }

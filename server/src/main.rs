@@ -12,6 +12,7 @@ async fn main() -> std::process::ExitCode {
     let command = match cli.command {
         Command::Run(command) => return client::run(Client::Run(command)).await.into(),
         Command::Export(command) => return client::run(Client::Export(command)).await.into(),
+        Command::Acceptance(command) => return client::run(Client::Acceptance(command)).await.into(),
         command => command,
     };
     match commands::run(Cli { command }).await {

@@ -352,6 +352,10 @@ const ROUTES: &[(&str, &str, Role)] = &[
     ("POST", "/api/v1/datasets/uploads", Role::Engineer),
     ("GET", "/api/v1/datasets/{id}", Role::Engineer),
     ("GET", "/api/v1/datasets/{id}/rows", Role::Engineer),
+    ("GET", "/api/v1/runs/{id}/acceptance", Role::Engineer),
+    ("GET", "/api/v1/evaluations", Role::Engineer),
+    ("GET", "/api/v1/acceptance/compare", Role::Engineer),
+    ("GET", "/api/v1/datasets/{id}/quotas", Role::Engineer),
 ];
 
 fn concrete(template: &str) -> String {

@@ -286,3 +286,80 @@ async fn the_python_example_runs_the_whole_pipeline(options: PgPoolOptions, conn
     let train = std::fs::read_to_string(out_dir.join("train.jsonl")).unwrap();
     assert_eq!(train.lines().count() as i64, ok, "{log}");
 }
+
+/// A simulator serving a draft of 3 tokens that accepts with `chance` (0.1 on prompts of the
+/// `even` category's questions, which hold "MATH").
+fn draft_sim(chance: f64) -> vllm_sim::SimConfig {
+    let mut config = testing::fast_sim();
+    config.draft.num_speculative_tokens = 3;
+    config.draft.draft_acceptance = chance;
+    config.draft.draft_acceptance_rules =
+        vec![vllm_sim::AcceptanceRule { contains: "MATH".into(), chance: 0.1 }];
+    config.draft.per_request_spec_decode_metrics = true;
+    config
+}
+
+#[sqlx::test(migrator = "engine::MIGRATOR")]
+async fn drafts_are_evaluated_on_an_earlier_runs_prompts_and_compared_from_the_command_line(
+    options: PgPoolOptions,
+    connect: PgConnectOptions,
+) {
+    let pool = options.connect_with(connect.clone()).await.unwrap();
+    let user = testing::user(&pool).await;
+    let token = engine::auth::tokens::create(&pool, user, "cli", 1).await.unwrap().token;
+    let questions: Vec<String> = (0..12)
+        .map(|i| if i % 2 == 0 { format!("MATH question {i}") } else { format!("Question {i}") })
+        .collect();
+    let dataset = testing::dataset_of(&pool, &questions).await;
+    let strong = testing::sim(draft_sim(0.9)).await;
+    let weak = testing::sim(draft_sim(0.5)).await;
+    let strong = testing::endpoint(&pool, &strong, user).await;
+    let weak = testing::endpoint(&pool, &weak, user).await;
+    let served = serve(&connect).await;
+    let start = |endpoint: i64, draft: &'static str, extra: Vec<String>| {
+        let mut args: Vec<String> =
+            ["run", "start", "--name", draft, "--model", testing::MODEL, "--max-tokens", "200"]
+                .map(String::from)
+                .to_vec();
+        args.extend(["--endpoint".into(), endpoint.to_string(), "--draft".into(), draft.into()]);
+        args.extend(extra);
+        args.extend(["--wait".into(), "--interval".into(), "0.2".into()]);
+        args
+    };
+    let args = start(strong, "eagle3@s100", vec!["--dataset".into(), dataset.to_string()]);
+    let (code, out, err) = cli(&served, &token, &args.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    assert_eq!(code, 0, "{out}{err}");
+    let a: i64 = out.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let args = start(weak, "eagle3@s200", vec!["--from-run".into(), a.to_string()]);
+    let (code, out, err) = cli(&served, &token, &args.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    assert_eq!(code, 0, "{out}{err}");
+    let b: i64 = out.split_whitespace().nth(1).unwrap().parse().unwrap();
+
+    let (code, out, err) = cli(&served, &token, &["acceptance", "show", &a.to_string()]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("(draft eagle3@s100)") && out.contains("over 12 samples"), "{out}");
+    assert!(out.contains("even") && out.contains("odd"), "{out}");
+    let (code, out, err) =
+        cli(&served, &token, &["acceptance", "compare", &a.to_string(), &b.to_string()]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("12 shared prompts") && out.contains("over 12 prompts"), "{out}");
+    let (code, out, _) =
+        cli(&served, &token, &["acceptance", "compare", &a.to_string(), &b.to_string(), "--json"]).await;
+    assert_eq!(code, 0);
+    let comparison: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let odd =
+        comparison["by_category"].as_array().unwrap().iter().find(|c| c[0] == "odd").unwrap()[1].clone();
+    assert!(odd["difference"].as_f64().unwrap() < 0.0, "B's draft accepts less on odd prompts: {odd}");
+
+    // A draft on a server without one is refused before anything starts, with what to do.
+    let plain = testing::sim(testing::fast_sim()).await;
+    let plain = testing::endpoint(&pool, &plain, user).await;
+    let args = start(plain, "nothing", vec!["--from-run".into(), a.to_string()]);
+    let (code, _, err) = cli(&served, &token, &args.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("runs no draft"), "{err}");
+    let (code, _, err) =
+        cli(&served, &token, &["acceptance", "compare", &a.to_string(), &a.to_string()]).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("two different runs"), "{err}");
+}

@@ -204,6 +204,11 @@ fn BuilderForm(
                     options=&[("remove", "write once"), ("keep", "keep all")]/>
             </div>
             <div class="row">
+                <Field form label="Acceptance length from" name="min_acceptance" get=|f| &f.min_acceptance set=|f, v| f.min_acceptance = v hint="no minimum"/>
+                <Field form label="to" name="max_acceptance" get=|f| &f.max_acceptance set=|f, v| f.max_acceptance = v hint="no maximum"/>
+                <Field form label="Only the weakest of each category (share)" name="weakest" get=|f| &f.weakest set=|f, v| f.weakest = v hint="every sample (e.g. 30%)"/>
+            </div>
+            <div class="row">
                 <Choice form label="Thinking mix" name="thinking" get=|f| &f.thinking set=|f, v| f.thinking = v
                     options=&[("any", "any mode"), ("thinking_only", "thinking only"), ("non_thinking_only", "non-thinking only"), ("ratio", "a share of thinking")]/>
                 <Show when=is(|f| &f.thinking, "ratio")>
@@ -296,6 +301,7 @@ fn PreviewFigures(p: ExportPreview, stale: Signal<bool>) -> impl IntoView {
                 {kpi("flagged, left out", n(p.flagged_removed), "preview-flagged")}
                 {kpi("unreviewed, left out", n(p.unreviewed_removed), "preview-unreviewed")}
                 {kpi("duplicates removed", n(p.duplicates_removed), "preview-duplicates")}
+                {(p.acceptance_removed > 0).then(|| kpi("left out: stronger or unmeasured", n(p.acceptance_removed), "preview-acceptance-removed"))}
                 {kpi("left out for the mix", n(p.mix_removed), "preview-mix")}
                 {kpi("train / validation", format!("{} / {}", n(p.train), n(p.validation)), "preview-split")}
                 // A sample sent with the server's default thinking mode is neither: say so
@@ -318,6 +324,21 @@ fn PreviewFigures(p: ExportPreview, stale: Signal<bool>) -> impl IntoView {
                 {format!("By outcome: {}. By review state: {}.", pairs(&p.by_outcome), pairs(&p.by_review_state))}
                 {(p.selected > 0).then(|| format!(" Mean completion: {} tokens.", n(p.completion_tokens / p.selected)))}
             </p>
+            {p.acceptance.as_ref().map(|pooled| {
+                let by_category = p.acceptance_by_category.iter()
+                    .map(|(c, a)| format!("{c} {:.2}", a.length))
+                    .collect::<Vec<_>>()
+                    .join(" · ");
+                view! {
+                    <p class="small muted" data-testid="preview-acceptance">
+                        {format!(
+                            "Draft acceptance on the {} measured samples: {} (pooled by verify steps). By category: {by_category}.",
+                            n(pooled.samples),
+                            crate::acceptance::format_pooled(pooled),
+                        )}
+                    </p>
+                }
+            })}
             {(p.selected == 0).then(|| view! {
                 <p class="error">"No sample matches: widen the outcomes, review states, categories or token range."</p>
             })}

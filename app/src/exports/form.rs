@@ -7,6 +7,7 @@ use domain::export::{
     ReasoningStyle, ReviewFilter, ThinkingMix, TokenSource, Tokenization, TurnRows,
 };
 use domain::generation::SampleState;
+use domain::sample_query::AcceptanceRange;
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -21,6 +22,15 @@ pub struct ExportForm {
     pub categories: String,
     pub min_tokens: String,
     pub max_tokens: String,
+    /// Bounds on the draft's acceptance length (decimals).
+    #[serde(default)]
+    pub min_acceptance: String,
+    #[serde(default)]
+    pub max_acceptance: String,
+    /// The share (`0.3` or `30%`) of each category's samples with the lowest acceptance; empty
+    /// keeps every sample.
+    #[serde(default)]
+    pub weakest: String,
     /// `remove` or `keep`.
     pub duplicates: String,
     /// `any`, `thinking_only`, `non_thinking_only` or `ratio`.
@@ -89,6 +99,20 @@ fn optional_number<T: std::str::FromStr>(raw: &str, what: &str, problems: &mut V
     }
 }
 
+fn optional_decimal(raw: &str, what: &str, problems: &mut Vec<String>) -> Option<f64> {
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return None;
+    }
+    match raw.parse::<f64>() {
+        Ok(v) if v.is_finite() => Some(v),
+        _ => {
+            problems.push(format!("{what} must be a number such as 2.5, not `{raw}`"));
+            None
+        }
+    }
+}
+
 fn share(raw: &str, what: &str, problems: &mut Vec<String>) -> f64 {
     let raw = raw.trim();
     if raw.is_empty() {
@@ -136,6 +160,9 @@ impl ExportForm {
             categories: s.categories.join(", "),
             min_tokens: s.min_completion_tokens.map(|v| v.to_string()).unwrap_or_default(),
             max_tokens: s.max_completion_tokens.map(|v| v.to_string()).unwrap_or_default(),
+            min_acceptance: s.acceptance.min.map(|v| v.to_string()).unwrap_or_default(),
+            max_acceptance: s.acceptance.max.map(|v| v.to_string()).unwrap_or_default(),
+            weakest: s.weakest.map(|v| v.to_string()).unwrap_or_default(),
             duplicates: name(&s.duplicates),
             thinking: thinking.into(),
             thinking_share,
@@ -231,6 +258,13 @@ impl ExportForm {
             categories,
             min_completion_tokens: optional_number(&self.min_tokens, "the minimum completion tokens", p),
             max_completion_tokens: optional_number(&self.max_tokens, "the maximum completion tokens", p),
+            acceptance: AcceptanceRange {
+                min: optional_decimal(&self.min_acceptance, "the lowest acceptance length", p),
+                max: optional_decimal(&self.max_acceptance, "the highest acceptance length", p),
+            },
+            weakest: Some(self.weakest.trim())
+                .filter(|w| !w.is_empty())
+                .map(|w| share(w, "the weakest share", p)),
             duplicates: duplicates.unwrap_or(Duplicates::Remove),
             thinking,
             seed,
@@ -344,6 +378,24 @@ mod tests {
         assert_eq!(spec.format.validation_share, 0.1);
         assert_eq!(spec.destination, Destination::S3 { bucket: "training".into(), prefix: "eagle3".into() });
         assert_eq!(ExportForm::from_spec(&spec).to_spec().unwrap(), spec);
+    }
+
+    #[test]
+    fn acceptance_bounds_and_the_weakest_share_are_read() {
+        let form = ExportForm {
+            min_acceptance: "1.5".into(),
+            max_acceptance: "3".into(),
+            weakest: "30%".into(),
+            ..filled()
+        };
+        let spec = form.to_spec().unwrap();
+        assert_eq!(spec.selection.acceptance, AcceptanceRange { min: Some(1.5), max: Some(3.0) });
+        assert_eq!(spec.selection.weakest, Some(0.3));
+        assert_eq!(ExportForm::from_spec(&spec).to_spec().unwrap(), spec);
+        let bad = ExportForm { min_acceptance: "low".into(), weakest: "0".into(), ..filled() };
+        let problems = bad.to_spec().unwrap_err().join("; ");
+        assert!(problems.contains("lowest acceptance length must be a number"), "{problems}");
+        assert!(problems.contains("weakest share must be above 0"), "{problems}");
     }
 
     #[test]

@@ -133,7 +133,9 @@ pub fn ReviewListPage() -> impl IntoView {
                                                 <th class="num">"#"</th><th>"run"</th><th>"outcome"</th><th>"finish"</th>
                                                 <th>"flags"</th><th>"review"</th><th class="num">"prompt"</th>
                                                 <th class="num">"reasoning"</th><th class="num">"completion"</th>
-                                                <th class="num">"duration"</th><th>"prompt text"</th>
+                                                <th class="num">"duration"</th>
+                                                <th class="num" title="the draft's acceptance length: tokens per verify step">"accept."</th>
+                                                <th>"prompt text"</th>
                                             </tr>
                                         </thead>
                                         <tbody>
@@ -157,6 +159,7 @@ pub fn ReviewListPage() -> impl IntoView {
                                                         <td class="num">{format::tokens(r.reasoning_tokens)}</td>
                                                         <td class="num">{format::tokens(r.completion_tokens)}</td>
                                                         <td class="num">{format::millis(r.duration_ms)}</td>
+                                                        <td class="num" data-testid="acceptance">{r.acceptance.map_or_else(|| "—".into(), |a| format!("{a:.2}"))}</td>
                                                         <td class="preview">{r.preview.clone()}</td>
                                                     </tr>
                                                 }
@@ -270,6 +273,13 @@ fn FilterForm(filter: SampleFilter) -> impl IntoView {
             {range("prompt tokens", "prompt_min", "prompt_max", filter.prompt_tokens)}
             {range("reasoning tokens", "reasoning_min", "reasoning_max", filter.reasoning_tokens)}
             {range("completion tokens", "completion_min", "completion_max", filter.completion_tokens)}
+            <fieldset class="range">
+                <legend>"acceptance length"</legend>
+                <input type="number" min="1" step="0.01" name="acceptance_min" placeholder="min" aria-label="acceptance length min"
+                    value=filter.acceptance.min.map(|v| v.to_string()).unwrap_or_default()/>
+                <input type="number" min="1" step="0.01" name="acceptance_max" placeholder="max" aria-label="acceptance length max"
+                    value=filter.acceptance.max.map(|v| v.to_string()).unwrap_or_default()/>
+            </fieldset>
             <label>
                 "Sort"
                 <select name="sort">

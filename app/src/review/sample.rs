@@ -22,7 +22,7 @@ use leptos_router::{
 #[derive(Clone, Debug, PartialEq)]
 pub enum Mode {
     /// From the list: j/k walk the filtered list.
-    List(SampleFilter),
+    List(Box<SampleFilter>),
     /// Queue mode: a decision brings the next sample.
     Queue,
 }
@@ -42,7 +42,7 @@ pub fn SamplePage() -> impl IntoView {
                 let back = format!("/review{}", query_string(&filter, &[]));
                 view! {
                     <p class="crumbs"><a href=back>"← Samples"</a></p>
-                    <SampleView id mode=Mode::List(filter) on_decided=Callback::new(|_| ())/>
+                    <SampleView id mode=Mode::List(Box::new(filter)) on_decided=Callback::new(|_| ())/>
                 }
                 .into_any()
             }
@@ -152,7 +152,7 @@ pub fn SampleView(id: i64, mode: Mode, on_decided: Callback<()>) -> impl IntoVie
             let Mode::List(filter) = mode.clone() else { return };
             let navigate = navigate.clone();
             spawn_local(async move {
-                match neighbour(filter.clone(), id, forward).await {
+                match neighbour((*filter).clone(), id, forward).await {
                     Ok(Some(next)) => navigate(
                         &format!("/review/samples/{next}{}", query_string(&filter, &[])),
                         NavigateOptions::default(),
@@ -379,6 +379,18 @@ fn SampleBody(d: SampleDetail, raw: RwSignal<bool>) -> impl IntoView {
                 <dt>"duration"</dt><dd class="num">{format::millis(d.duration_ms)}</dd>
                 <dt>"endpoint"</dt><dd>{d.endpoint.clone().unwrap_or_else(|| "–".into())}</dd>
                 <dt>"thinking"</dt><dd>{match d.thinking { Some(true) => "on", Some(false) => "off", None => "server default" }}</dd>
+                <dt title="tokens the target emitted per verify step of its speculative-decoding draft">"draft acceptance"</dt>
+                <dd class="num" data-testid="sample-acceptance">{d.spec_decode.as_ref().map_or_else(
+                    || "not measured".to_string(),
+                    |s| format!(
+                        "{:.2} ({} accepted of {} drafted over {} steps; by tokens accepted a step: {})",
+                        s.length(),
+                        s.accepted,
+                        s.drafted,
+                        s.steps,
+                        s.histogram.iter().map(u32::to_string).collect::<Vec<_>>().join(" / "),
+                    ),
+                )}</dd>
             </dl>
             {d.error.clone().map(|e| view! { <p class="error">"Error: " {e}</p> })}
             <h3>"Attempts"</h3>

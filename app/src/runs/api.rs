@@ -4,7 +4,7 @@ use crate::AppError;
 use domain::{
     dashboard::{BiasReport, ChartPoint, RunListItem, RunSnapshot},
     generation::{RunStatus, SampleState},
-    run_form::{DatasetChoice, RunForm},
+    run_form::{DatasetChoice, ExportChoice, RunChoice, RunForm},
     EndpointSummary,
 };
 use leptos::prelude::*;
@@ -16,6 +16,9 @@ use server_fn::codec::Json;
 pub struct FormChoices {
     pub datasets: Vec<DatasetChoice>,
     pub endpoints: Vec<EndpointSummary>,
+    /// Earlier runs and finished exports whose prompts can be sent again.
+    pub runs: Vec<RunChoice>,
+    pub exports: Vec<ExportChoice>,
 }
 
 #[server(endpoint = "runs/list")]
@@ -30,9 +33,12 @@ pub async fn get_form_choices() -> Result<FormChoices, AppError> {
     use crate::ssr;
     ssr::require(domain::Role::Engineer)?;
     let pool = ssr::services()?.pool;
+    let (runs, exports) = engine::generation::runs::source_choices(&pool).await?;
     Ok(FormChoices {
         datasets: engine::generation::runs::dataset_choices(&pool).await?,
         endpoints: engine::endpoints::list(&pool).await?,
+        runs,
+        exports,
     })
 }
 
@@ -41,6 +47,8 @@ pub async fn create_run(form: RunForm) -> Result<i64, AppError> {
     use crate::ssr;
     let viewer = ssr::require(domain::Role::Engineer)?;
     let services = ssr::services()?;
+    let mut form = form;
+    engine::generation::runs::fill_source_dataset(&services.pool, &mut form).await?;
     let parsed = form.parse().map_err(|problems| AppError::Invalid(problems.join("; ")))?;
     let id = engine::generation::runs::create(
         &services.pool,

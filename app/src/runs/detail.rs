@@ -88,6 +88,9 @@ fn LiveRun(snapshot: RunSnapshot, history: Vec<ChartPoint>) -> AnyView {
             <span class=move || format!("badge status-{}", status().as_str()) data-testid="run-status">{move || status().as_str()}</span>
             <span class="live-dot" class:on=move || connected.get() title=move || if connected.get() { "live" } else { "not connected; retrying" }></span>
             <div class="spacer"></div>
+            <a class="button" href=format!("/acceptance/runs/{run_id}") data-testid="run-acceptance">"Acceptance"</a>
+            <a class="button" href=format!("/runs/new?purpose=evaluation&source_run={run_id}")
+                title="Send these prompts, each in its thinking mode, to a server running a draft">"Evaluate a draft on these prompts"</a>
             <Show when=move || status() == RunStatus::Running>
                 <button on:click=act(RunAction::Pause, None) data-testid="pause">"Pause"</button>
             </Show>

@@ -58,6 +58,8 @@ mod tests {
                 {"role": "user", "content": "q"},
                 {"role": "assistant", "content": "a", "reasoning_content": "r"}
             ]),
+            spec_steps: None,
+            spec_accepted: None,
         }
     }
 

@@ -10,7 +10,7 @@ use super::provenance;
 use super::runner::{self, JobOptions};
 use super::selection::{self, Split};
 use super::tokenize::{Outcome, RowTokenizer};
-use super::writer::DataWriter;
+use super::writer::{DataWriter, RowMetadata};
 use crate::{Error, Result};
 use domain::export::{ExportSpec, ExportStatus, Layout, TokenSource, TurnRows};
 use sqlx::PgPool;
@@ -262,6 +262,8 @@ struct Batch {
     conversations: Vec<(Split, Conversation)>,
     captured: std::collections::HashMap<i64, Vec<captured::Request>>,
     sample_ids: Vec<i64>,
+    /// Each sample's row metadata, in the order of `sample_ids`.
+    metadata: Vec<Option<RowMetadata>>,
 }
 
 /// The open data files, one per split, and what has gone into them.
@@ -274,28 +276,32 @@ struct Sink {
 impl Sink {
     /// Writes one batch (blocking work: tokenizing, encoding, file writes).
     fn write(&mut self, batch: Batch) -> Result<()> {
-        let Batch { conversations, mut captured, sample_ids } = batch;
-        let mut by_split: BTreeMap<Split, Vec<(i64, Conversation)>> = BTreeMap::new();
-        for ((split, c), id) in conversations.into_iter().zip(sample_ids) {
-            by_split.entry(split).or_default().push((id, c));
+        let Batch { conversations, mut captured, sample_ids, metadata } = batch;
+        type Sample = (i64, Conversation, Option<RowMetadata>);
+        let mut by_split: BTreeMap<Split, Vec<Sample>> = BTreeMap::new();
+        for (((split, c), id), m) in conversations.into_iter().zip(sample_ids).zip(metadata) {
+            by_split.entry(split).or_default().push((id, c, m));
         }
         for (split, samples) in by_split {
             let (_, writer, rows) = self.writers.get_mut(&split).expect("a writer per split");
-            let outcomes = match &self.rows {
+            // Each outcome with its sample's metadata.
+            let outcomes: Vec<(Outcome, Option<RowMetadata>)> = match &self.rows {
                 RowMaker::Conversations => {
-                    let conversations: Vec<Conversation> = samples.into_iter().map(|(_, c)| c).collect();
-                    writer.write_conversations(&conversations)?;
+                    let (conversations, metadata): (Vec<Conversation>, Vec<Option<RowMetadata>>) =
+                        samples.into_iter().map(|(_, c, m)| (c, m)).unzip();
+                    writer.write_conversations(&conversations, &metadata)?;
                     *rows += conversations.len() as u64;
                     self.counts.written += conversations.len() as u64;
                     continue;
                 }
                 RowMaker::Retokenized(tokenizer) => {
-                    let conversations: Vec<Conversation> = samples.into_iter().map(|(_, c)| c).collect();
-                    tokenizer.tokenize_batch(&conversations)?
+                    let (conversations, metadata): (Vec<Conversation>, Vec<Option<RowMetadata>>) =
+                        samples.into_iter().map(|(_, c, m)| (c, m)).unzip();
+                    tokenizer.tokenize_batch(&conversations)?.into_iter().zip(metadata).collect()
                 }
                 RowMaker::Captured { limit, turn_rows } => {
                     let mut outcomes = Vec::with_capacity(samples.len());
-                    for (id, c) in samples {
+                    for (id, c, m) in samples {
                         let requests = captured.remove(&id).ok_or_else(|| {
                             Error::invalid(format!(
                                 "sample {id} lost its token ids while the export ran (was it regenerated?); \
@@ -304,13 +310,14 @@ impl Sink {
                         })?;
                         let made = captured::rows(&c.id, &requests, *turn_rows);
                         self.counts.captured_requests += requests.len() as u64;
-                        outcomes.extend(made.into_iter().map(|row| limit.apply(row)));
+                        outcomes.extend(made.into_iter().map(|row| (limit.apply(row), m)));
                     }
                     outcomes
                 }
             };
             let mut kept = Vec::with_capacity(outcomes.len());
-            for outcome in outcomes {
+            let mut kept_metadata = Vec::with_capacity(outcomes.len());
+            for (outcome, metadata) in outcomes {
                 match outcome {
                     Outcome::Row(row) => {
                         self.counts.truncated += u64::from(row.truncated);
@@ -318,12 +325,13 @@ impl Sink {
                         self.counts.input_tokens += row.input_ids.len() as u64;
                         self.counts.loss_tokens += row.loss_mask.iter().map(|&m| m as u64).sum::<u64>();
                         kept.push(row);
+                        kept_metadata.push(metadata);
                     }
                     Outcome::DroppedOverlong => self.counts.dropped_overlong += 1,
                     Outcome::DroppedNoLoss => self.counts.dropped_no_loss += 1,
                 }
             }
-            writer.write_tokenized(&kept)?;
+            writer.write_tokenized(&kept, &kept_metadata)?;
             *rows += kept.len() as u64;
             self.counts.written += kept.len() as u64;
         }
@@ -377,11 +385,16 @@ async fn write_all(
             _ => Default::default(),
         };
         let splits: BTreeMap<i64, Split> = chunk.iter().map(|s| (s.id, s.split)).collect();
-        let mut batch =
-            Batch { conversations: Vec::with_capacity(rows.len()), captured, sample_ids: Vec::new() };
+        let mut batch = Batch {
+            conversations: Vec::with_capacity(rows.len()),
+            captured,
+            sample_ids: Vec::new(),
+            metadata: Vec::with_capacity(rows.len()),
+        };
         for row in rows {
             let split = splits[&row.id];
             batch.sample_ids.push(row.id);
+            batch.metadata.push(row.metadata());
             batch.conversations.push((split, conversation::from_row(row, format.reasoning)?));
         }
         let written: Vec<Split> = batch.sample_ids.iter().map(|id| splits[id]).collect();

@@ -7,6 +7,7 @@
 
 use crate::samples::query;
 use crate::{Error, Result};
+use domain::acceptance::Pool;
 use domain::export::{Duplicates, ExportPreview, ExportSelection, ThinkingMix};
 use domain::review::ReviewState;
 use domain::sample_query::SampleQuery;
@@ -42,6 +43,9 @@ struct LightRow {
     completion_tokens: Option<i32>,
     reasoning_tokens: Option<i32>,
     content_hash: Vec<u8>,
+    category: Option<String>,
+    spec_steps: Option<i32>,
+    spec_accepted: Option<i32>,
 }
 
 struct Candidate {
@@ -52,6 +56,15 @@ struct Candidate {
     prompt_tokens: u64,
     completion_tokens: u64,
     reasoning_tokens: u64,
+    category: Option<String>,
+    /// The draft's (accepted tokens, verify steps) on it, when measured.
+    figures: Option<(u64, u64)>,
+}
+
+impl Candidate {
+    fn length(&self) -> Option<f64> {
+        self.figures.map(|(accepted, steps)| 1.0 + accepted as f64 / steps as f64)
+    }
 }
 
 /// The review states left after dropping `dropped` (none dropped: every state, an open list).
@@ -109,9 +122,10 @@ pub async fn plan(pool: &PgPool, selection: &ExportSelection, validation_share: 
         let mut qb: QueryBuilder<Postgres> = QueryBuilder::new(
             "SELECT s.id, s.thinking, s.state::text AS state, s.review_state::text AS review_state, \
                     s.prompt_tokens, s.completion_tokens, s.reasoning_tokens, \
-                    sha256(convert_to(s.messages::text, 'UTF8')) AS content_hash",
+                    sha256(convert_to(s.messages::text, 'UTF8')) AS content_hash, \
+                    d.category, s.spec_steps, s.spec_accepted",
         );
-        query::push_from(&mut qb, &kept);
+        query::push_from_rows(&mut qb, &kept);
         qb.push(" AND s.id > ").push_bind(after).push(" ORDER BY s.id LIMIT ").push_bind(PLAN_BATCH);
         let rows: Vec<LightRow> = qb.build_query_as().fetch_all(pool).await?;
         let Some(last) = rows.last() else { break };
@@ -141,10 +155,22 @@ pub async fn plan(pool: &PgPool, selection: &ExportSelection, validation_share: 
                 prompt_tokens: count(row.prompt_tokens),
                 completion_tokens: count(row.completion_tokens),
                 reasoning_tokens: count(row.reasoning_tokens),
+                category: row.category,
+                figures: row
+                    .spec_steps
+                    .zip(row.spec_accepted)
+                    .filter(|(steps, _)| *steps > 0)
+                    .map(|(steps, accepted)| (count(Some(accepted)), count(Some(steps)))),
             });
         }
     }
     drop(seen);
+
+    let before_cut = candidates.len() as u64;
+    if let Some(share) = selection.weakest {
+        candidates = weakest(candidates, share);
+    }
+    let acceptance_removed = before_cut - candidates.len() as u64;
 
     let before_mix = candidates.len() as u64;
     if let ThinkingMix::Ratio { thinking_share } = selection.thinking {
@@ -162,14 +188,22 @@ pub async fn plan(pool: &PgPool, selection: &ExportSelection, validation_share: 
         flagged_removed,
         unreviewed_removed,
         duplicates_removed,
+        acceptance_removed,
         mix_removed: before_mix - candidates.len() as u64,
         selected: candidates.len() as u64,
         ..Default::default()
     };
     let mut by_outcome: BTreeMap<String, u64> = BTreeMap::new();
     let mut by_review: BTreeMap<String, u64> = BTreeMap::new();
+    let mut acceptance = Pool::default();
+    let mut acceptance_by_category: BTreeMap<String, Pool> = BTreeMap::new();
     let mut samples = Vec::with_capacity(candidates.len());
     for c in candidates {
+        if let Some((accepted, steps)) = c.figures {
+            acceptance.add(accepted, steps);
+            let category = c.category.clone().unwrap_or_else(|| "(none)".into());
+            acceptance_by_category.entry(category).or_default().add(accepted, steps);
+        }
         let split = split_of(selection.seed, c.id, validation_share);
         match split {
             Split::Train => preview.train += 1,
@@ -189,7 +223,29 @@ pub async fn plan(pool: &PgPool, selection: &ExportSelection, validation_share: 
     }
     preview.by_outcome = by_outcome.into_iter().collect();
     preview.by_review_state = by_review.into_iter().collect();
+    preview.acceptance = acceptance.pooled();
+    preview.acceptance_by_category =
+        acceptance_by_category.into_iter().filter_map(|(c, pool)| Some((c, pool.pooled()?))).collect();
     Ok(Plan { samples, preview })
+}
+
+/// In each category, the `share` of its samples with a figure that the draft accepted least
+/// on (rounded up, ties by id); samples without a figure cannot be ranked and are left out.
+/// Keeps id order.
+fn weakest(candidates: Vec<Candidate>, share: f64) -> Vec<Candidate> {
+    let mut by_category: BTreeMap<Option<String>, Vec<(f64, i64)>> = BTreeMap::new();
+    for c in &candidates {
+        if let Some(length) = c.length() {
+            by_category.entry(c.category.clone()).or_default().push((length, c.id));
+        }
+    }
+    let mut kept: HashSet<i64> = HashSet::new();
+    for (_, mut ranked) in by_category {
+        ranked.sort_by(|(a, i), (b, j)| a.total_cmp(b).then(i.cmp(j)));
+        let take = (share * ranked.len() as f64).ceil() as usize;
+        kept.extend(ranked.into_iter().take(take).map(|(_, id)| id));
+    }
+    candidates.into_iter().filter(|c| kept.contains(&c.id)).collect()
 }
 
 fn count(value: Option<i32>) -> u64 {
@@ -247,12 +303,28 @@ pub struct FullRow {
     pub row_key: String,
     pub thinking: Option<bool>,
     pub messages: serde_json::Value,
+    /// The draft's verify steps and accepted tokens on it, when measured.
+    #[sqlx(default)]
+    pub spec_steps: Option<i32>,
+    #[sqlx(default)]
+    pub spec_accepted: Option<i32>,
+}
+
+impl FullRow {
+    /// What its exported row says beside its content.
+    pub fn metadata(&self) -> Option<super::writer::RowMetadata> {
+        let (steps, accepted) = self.spec_steps.zip(self.spec_accepted).filter(|(steps, _)| *steps > 0)?;
+        Some(super::writer::RowMetadata {
+            acceptance_length: 1.0 + f64::from(accepted) / f64::from(steps),
+            verify_steps: steps as u32,
+        })
+    }
 }
 
 /// Reads the conversations of `ids` (one batch of the plan), in id order.
 pub async fn fetch(pool: &PgPool, ids: &[i64]) -> Result<Vec<FullRow>> {
     let rows = sqlx::query_as::<_, FullRow>(
-        "SELECT s.id, s.run_id, r.row_key, s.thinking, s.messages \
+        "SELECT s.id, s.run_id, r.row_key, s.thinking, s.messages, s.spec_steps, s.spec_accepted \
          FROM samples s JOIN dataset_rows r ON r.id = s.row_id \
          WHERE s.id = ANY($1) AND s.messages IS NOT NULL ORDER BY s.id",
     )
@@ -275,7 +347,25 @@ mod tests {
             prompt_tokens: 0,
             completion_tokens: 0,
             reasoning_tokens: 0,
+            category: None,
+            figures: None,
         }
+    }
+
+    #[test]
+    fn the_weakest_share_is_taken_per_category_and_unmeasured_samples_are_left_out() {
+        let measured = |id: i64, category: &str, accepted: u64| Candidate {
+            category: Some(category.into()),
+            figures: Some((accepted, 10)),
+            ..candidate(id, None)
+        };
+        let mut all: Vec<Candidate> = (0..10).map(|i| measured(i, "math", (i as u64 * 7) % 10)).collect();
+        all.extend((10..14).map(|i| measured(i, "chat", 30 - i as u64)));
+        all.push(candidate(99, None));
+        let kept: Vec<i64> = weakest(all, 0.3).into_iter().map(|c| c.id).collect();
+        // math: the 3 lowest of accepted (0, 7, 4, 1, 8, 5, 2, 9, 6, 3) are ids 0, 3, 6;
+        // chat: ceil(0.3 × 4) = 2 lowest, ids 13 (17) and 12 (18).
+        assert_eq!(kept, [0, 3, 6, 12, 13]);
     }
 
     #[test]

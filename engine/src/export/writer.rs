@@ -6,7 +6,7 @@ use super::tokenize::Tokenized;
 use crate::generation::conversation::Turn;
 use crate::{Error, Result};
 use arrow_array::builder::{Int32Builder, Int8Builder, ListBuilder, StringBuilder, StructBuilder};
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::{ArrayRef, Float64Array, Int32Array, RecordBatch};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
 use domain::export::{FileFormat, Layout};
 use parquet::arrow::ArrowWriter;
@@ -28,16 +28,30 @@ pub enum DataWriter {
     Parquet { out: ArrowWriter<File>, layout: Layout, schema: SchemaRef },
 }
 
+/// What a row says about its sample beside its content: how the draft accepted on it, when an
+/// evaluation (or a run on a target+draft server) measured it. JSONL rows carry it as
+/// `metadata`, Parquet rows as two nullable columns.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct RowMetadata {
+    /// Tokens the target emitted per verify step of the draft on this sample.
+    pub acceptance_length: f64,
+    pub verify_steps: u32,
+}
+
 #[derive(Serialize)]
 struct SpecForgeRow<'a> {
     id: &'a str,
     conversations: &'a [Turn],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metadata: Option<RowMetadata>,
 }
 
 #[derive(Serialize)]
 struct OpenAiRow<'a> {
     id: &'a str,
     messages: &'a [Turn],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metadata: Option<RowMetadata>,
 }
 
 #[derive(Serialize)]
@@ -45,6 +59,8 @@ struct TokenizedRow<'a> {
     id: &'a str,
     input_ids: &'a [u32],
     loss_mask: &'a [u8],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metadata: Option<RowMetadata>,
 }
 
 fn io(path: &Path, e: impl std::fmt::Display) -> Error {
@@ -68,20 +84,26 @@ impl DataWriter {
         })
     }
 
-    pub fn write_conversations(&mut self, rows: &[Conversation]) -> Result<()> {
+    /// Writes conversations, each with its row's metadata (`metadata[i]` for `rows[i]`).
+    pub fn write_conversations(
+        &mut self,
+        rows: &[Conversation],
+        metadata: &[Option<RowMetadata>],
+    ) -> Result<()> {
         if rows.is_empty() {
             return Ok(());
         }
         match self {
             DataWriter::Jsonl { out, layout } => {
-                for row in rows {
+                for (row, &metadata) in rows.iter().zip(metadata) {
                     match layout {
-                        Layout::Messages => {
-                            serde_json::to_writer(&mut *out, &OpenAiRow { id: &row.id, messages: &row.turns })
-                        }
+                        Layout::Messages => serde_json::to_writer(
+                            &mut *out,
+                            &OpenAiRow { id: &row.id, messages: &row.turns, metadata },
+                        ),
                         _ => serde_json::to_writer(
                             &mut *out,
-                            &SpecForgeRow { id: &row.id, conversations: &row.turns },
+                            &SpecForgeRow { id: &row.id, conversations: &row.turns, metadata },
                         ),
                     }
                     .map_err(|e| Error::Internal(e.into()))?;
@@ -90,28 +112,33 @@ impl DataWriter {
                 Ok(())
             }
             DataWriter::Parquet { out, schema, .. } => {
-                let batch = conversation_batch(schema.clone(), rows)?;
+                let batch = conversation_batch(schema.clone(), rows, metadata)?;
                 out.write(&batch).map_err(|e| Error::Internal(e.into()))
             }
         }
     }
 
-    pub fn write_tokenized(&mut self, rows: &[Tokenized]) -> Result<()> {
+    /// Writes tokenized rows, each with its row's metadata (`metadata[i]` for `rows[i]`).
+    pub fn write_tokenized(&mut self, rows: &[Tokenized], metadata: &[Option<RowMetadata>]) -> Result<()> {
         if rows.is_empty() {
             return Ok(());
         }
         match self {
             DataWriter::Jsonl { out, .. } => {
-                for row in rows {
-                    let record =
-                        TokenizedRow { id: &row.id, input_ids: &row.input_ids, loss_mask: &row.loss_mask };
+                for (row, &metadata) in rows.iter().zip(metadata) {
+                    let record = TokenizedRow {
+                        id: &row.id,
+                        input_ids: &row.input_ids,
+                        loss_mask: &row.loss_mask,
+                        metadata,
+                    };
                     serde_json::to_writer(&mut *out, &record).map_err(|e| Error::Internal(e.into()))?;
                     out.write_all(b"\n").map_err(|e| Error::Internal(e.into()))?;
                 }
                 Ok(())
             }
             DataWriter::Parquet { out, schema, .. } => {
-                let batch = tokenized_batch(schema.clone(), rows)?;
+                let batch = tokenized_batch(schema.clone(), rows, metadata)?;
                 out.write(&batch).map_err(|e| Error::Internal(e.into()))
             }
         }
@@ -146,12 +173,28 @@ fn turn_item() -> Arc<Field> {
     Arc::new(Field::new("item", DataType::Struct(turn_fields()), false))
 }
 
+/// The metadata columns every layout ends with (null where nothing was measured).
+fn metadata_fields() -> [Field; 2] {
+    [
+        Field::new("acceptance_length", DataType::Float64, true),
+        Field::new("verify_steps", DataType::Int32, true),
+    ]
+}
+
+fn metadata_columns(metadata: &[Option<RowMetadata>]) -> [ArrayRef; 2] {
+    let lengths: Float64Array = metadata.iter().map(|m| m.map(|m| m.acceptance_length)).collect();
+    let steps: Int32Array =
+        metadata.iter().map(|m| m.map(|m| m.verify_steps.min(i32::MAX as u32) as i32)).collect();
+    [Arc::new(lengths), Arc::new(steps)]
+}
+
 fn schema(layout: Layout) -> SchemaRef {
     let id = Field::new("id", DataType::Utf8, false);
+    let [acceptance, steps] = metadata_fields();
     Arc::new(match layout {
         Layout::Conversations | Layout::Messages => {
             let name = if layout == Layout::Messages { "messages" } else { "conversations" };
-            Schema::new(vec![id, Field::new(name, DataType::List(turn_item()), false)])
+            Schema::new(vec![id, Field::new(name, DataType::List(turn_item()), false), acceptance, steps])
         }
         Layout::Tokenized => Schema::new(vec![
             id,
@@ -165,11 +208,17 @@ fn schema(layout: Layout) -> SchemaRef {
                 DataType::List(Arc::new(Field::new("item", DataType::Int8, false))),
                 false,
             ),
+            acceptance,
+            steps,
         ]),
     })
 }
 
-fn conversation_batch(schema: SchemaRef, rows: &[Conversation]) -> Result<RecordBatch> {
+fn conversation_batch(
+    schema: SchemaRef,
+    rows: &[Conversation],
+    metadata: &[Option<RowMetadata>],
+) -> Result<RecordBatch> {
     let mut ids = StringBuilder::new();
     let mut turns =
         ListBuilder::new(StructBuilder::from_fields(turn_fields(), rows.len() * 3)).with_field(turn_item());
@@ -187,11 +236,16 @@ fn conversation_batch(schema: SchemaRef, rows: &[Conversation]) -> Result<Record
         }
         turns.append(true);
     }
-    let columns: Vec<ArrayRef> = vec![Arc::new(ids.finish()), Arc::new(turns.finish())];
+    let [acceptance, steps] = metadata_columns(metadata);
+    let columns: Vec<ArrayRef> = vec![Arc::new(ids.finish()), Arc::new(turns.finish()), acceptance, steps];
     RecordBatch::try_new(schema, columns).map_err(|e| Error::Internal(e.into()))
 }
 
-fn tokenized_batch(schema: SchemaRef, rows: &[Tokenized]) -> Result<RecordBatch> {
+fn tokenized_batch(
+    schema: SchemaRef,
+    rows: &[Tokenized],
+    metadata: &[Option<RowMetadata>],
+) -> Result<RecordBatch> {
     let mut ids = StringBuilder::new();
     let mut input_ids = ListBuilder::new(Int32Builder::new()).with_field(Arc::new(Field::new(
         "item",
@@ -207,7 +261,13 @@ fn tokenized_batch(schema: SchemaRef, rows: &[Tokenized]) -> Result<RecordBatch>
         loss_mask.values().append_slice(&row.loss_mask.iter().map(|&m| m as i8).collect::<Vec<_>>());
         loss_mask.append(true);
     }
-    let columns: Vec<ArrayRef> =
-        vec![Arc::new(ids.finish()), Arc::new(input_ids.finish()), Arc::new(loss_mask.finish())];
+    let [acceptance, steps] = metadata_columns(metadata);
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(ids.finish()),
+        Arc::new(input_ids.finish()),
+        Arc::new(loss_mask.finish()),
+        acceptance,
+        steps,
+    ];
     RecordBatch::try_new(schema, columns).map_err(|e| Error::Internal(e.into()))
 }

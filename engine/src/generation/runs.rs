@@ -135,6 +135,38 @@ pub async fn create(pool: &PgPool, http: &reqwest::Client, new: NewRun, by: i64)
     Ok(run_id)
 }
 
+/// A form that sends an earlier run's or an export's prompts needs no dataset: it is the
+/// source's (an export's split only when all its rows are of one dataset). Fills it in when the
+/// form left it out; a given one is checked at creation.
+pub async fn fill_source_dataset(pool: &PgPool, form: &mut domain::run_form::RunForm) -> Result<()> {
+    if form.dataset_id.is_some() {
+        return Ok(());
+    }
+    form.dataset_id = match (form.selection.as_str(), form.source_run_id, form.source_export_id) {
+        ("run", Some(run), _) => {
+            sqlx::query_scalar!("SELECT dataset_id FROM runs WHERE id = $1", run).fetch_optional(pool).await?
+        }
+        ("export", _, Some(export)) => {
+            let split =
+                if form.source_split == "train" { ExportSplit::Train } else { ExportSplit::Validation };
+            let datasets = sqlx::query_scalar!(
+                r#"SELECT DISTINCT r.dataset_id FROM export_samples e JOIN samples s ON s.id = e.sample_id
+                   JOIN dataset_rows r ON r.id = s.row_id WHERE e.export_id = $1 AND e.split = $2 LIMIT 2"#,
+                export,
+                split as ExportSplit
+            )
+            .fetch_all(pool)
+            .await?;
+            match datasets.as_slice() {
+                [only] => Some(*only),
+                _ => None,
+            }
+        }
+        _ => None,
+    };
+    Ok(())
+}
+
 /// Whether the run or export a selection draws from can give this dataset's prompts.
 async fn check_source(pool: &PgPool, dataset_id: i64, selection: &Selection) -> Result<Vec<String>> {
     Ok(match selection {
@@ -471,6 +503,52 @@ pub async fn retry(pool: &PgPool, http: &reqwest::Client, run_id: i64, pass: Ret
     tx.commit().await?;
     tracing::info!(run.id = run_id, requeued, "retry pass queued");
     Ok(requeued)
+}
+
+/// The runs and finished exports whose prompts a new run can send again (the newest first).
+pub async fn source_choices(
+    pool: &PgPool,
+) -> Result<(Vec<domain::run_form::RunChoice>, Vec<domain::run_form::ExportChoice>)> {
+    let runs = sqlx::query!(
+        "SELECT id, name, dataset_id, sample_count, draft_name, draft_revision FROM runs ORDER BY id DESC LIMIT 200"
+    )
+    .fetch_all(pool)
+    .await?
+    .into_iter()
+    .map(|r| domain::run_form::RunChoice {
+        id: r.id,
+        name: r.name,
+        dataset_id: r.dataset_id,
+        samples: i64::from(r.sample_count),
+        draft: r.draft_name.map(|name| DraftRef { name, revision: r.draft_revision.unwrap_or_default() }),
+    })
+    .collect();
+    let exports: Vec<i64> =
+        sqlx::query_scalar!("SELECT id FROM exports WHERE status = 'completed' ORDER BY id DESC LIMIT 50")
+            .fetch_all(pool)
+            .await?;
+    let splits = sqlx::query!(
+        r#"SELECT x.export_id, x.split AS "split: ExportSplit", r.dataset_id, count(*) AS "rows!"
+           FROM export_samples x JOIN samples s ON s.id = x.sample_id JOIN dataset_rows r ON r.id = s.row_id
+           WHERE x.export_id = ANY($1)
+           GROUP BY 1, 2, 3 ORDER BY 1 DESC, 2, 3"#,
+        &exports
+    )
+    .fetch_all(pool)
+    .await?;
+    let exports = exports
+        .into_iter()
+        .map(|id| domain::run_form::ExportChoice {
+            id,
+            splits: splits
+                .iter()
+                .filter(|s| s.export_id == id)
+                .map(|s| (s.split, s.dataset_id, s.rows))
+                .collect(),
+        })
+        .filter(|e| !e.splits.is_empty())
+        .collect();
+    Ok((runs, exports))
 }
 
 /// The datasets a new run can draw from (imports that finished), with their categories.

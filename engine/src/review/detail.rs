@@ -3,6 +3,7 @@
 use super::{decisions, markdown};
 use crate::{Error, Result};
 use domain::{
+    acceptance::SpecDecode,
     generation::SampleState,
     review::{
         AttemptView, RegeneratedSince, ReviewEventKind, ReviewEventView, ReviewState, SampleDetail, Turn,
@@ -16,7 +17,8 @@ pub async fn load(pool: &PgPool, viewer: &Viewer, sample_id: i64) -> Result<Samp
         r#"SELECT s.id, s.run_id, r.name AS run_name, r.settings AS run_settings, d.category, d.row_key,
                   d.messages AS source, s.messages, s.state AS "state: SampleState", s.thinking, s.finish_reason,
                   s.reasoning, s.content, s.prompt_tokens, s.completion_tokens, s.reasoning_tokens, s.ttft_ms,
-                  s.duration_ms, e.name AS "endpoint?", s.error, s.review_state AS "review_state: ReviewState",
+                  s.duration_ms, s.spec_steps, s.spec_accepted, s.spec_drafted, s.spec_tokens, s.spec_histogram,
+                  e.name AS "endpoint?", s.error, s.review_state AS "review_state: ReviewState",
                   s.review_version, s.flags, s.auto_flags, s.review_note, ru.username AS "reviewer?", s.reviewed_at,
                   CASE WHEN s.review_lease_owner <> $2 AND s.review_lease_expires > now() THEN lu.username END
                       AS "leased_by_other?"
@@ -81,6 +83,19 @@ pub async fn load(pool: &PgPool, viewer: &Viewer, sample_id: i64) -> Result<Samp
         reasoning_tokens: s.reasoning_tokens,
         ttft_ms: s.ttft_ms,
         duration_ms: s.duration_ms,
+        spec_decode: match (s.spec_steps, s.spec_accepted, s.spec_drafted, s.spec_tokens, s.spec_histogram) {
+            (Some(steps), Some(accepted), Some(drafted), Some(k), Some(histogram)) => {
+                let count = |n: i32| n.max(0) as u32;
+                SpecDecode::new(
+                    count(steps),
+                    count(accepted),
+                    count(drafted),
+                    u32::from(k.max(0) as u16),
+                    histogram.into_iter().map(count).collect(),
+                )
+            }
+            _ => None,
+        },
         endpoint: s.endpoint,
         error: s.error,
         attempts,

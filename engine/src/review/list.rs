@@ -27,6 +27,8 @@ struct Row {
     reasoning_tokens: Option<i32>,
     completion_tokens: Option<i32>,
     duration_ms: Option<i32>,
+    spec_steps: Option<i32>,
+    spec_accepted: Option<i32>,
     reviewer: Option<String>,
     preview: Option<String>,
     regenerated: Option<bool>,
@@ -54,6 +56,9 @@ fn order(sort: SortKey) -> (&'static str, &'static str) {
         SortKey::LongestCompletion => ("COALESCE(s.completion_tokens, -1)", "DESC"),
         SortKey::ShortestCompletion => ("COALESCE(s.completion_tokens, -1)", "ASC"),
         SortKey::Slowest => ("COALESCE(s.duration_ms, -1)", "DESC"),
+        // Samples without a figure sort last either way (samples_acceptance_low/high_idx).
+        SortKey::LowestAcceptance => ("COALESCE(s.acceptance_milli, 2147483647)", "ASC"),
+        SortKey::HighestAcceptance => ("COALESCE(s.acceptance_milli, -1)", "DESC"),
     }
 }
 
@@ -73,7 +78,8 @@ pub async fn page(
     let (expr, dir) = order(filter.sort);
     let mut qb: QueryBuilder<Postgres> = QueryBuilder::new(format!(
         r#"SELECT s.id, s.run_id, r.name AS run_name, s.state, s.finish_reason, s.review_state, s.flags, s.auto_flags,
-                  s.prompt_tokens, s.reasoning_tokens, s.completion_tokens, s.duration_ms, u.username AS reviewer,
+                  s.prompt_tokens, s.reasoning_tokens, s.completion_tokens, s.duration_ms, s.spec_steps, s.spec_accepted,
+                  u.username AS reviewer,
                   left(jsonb_path_query_first(d.messages, '$[*] ? (@.role == "user").content') #>> '{{}}', 200) AS preview,
                   (SELECT e.kind IN ('regenerate', 'requeue') AND e.from_state <> 'unreviewed'
                    FROM review_events e WHERE e.sample_id = s.id ORDER BY e.id DESC LIMIT 1) AS regenerated,
@@ -121,6 +127,11 @@ pub async fn page(
                 reasoning_tokens: r.reasoning_tokens,
                 completion_tokens: r.completion_tokens,
                 duration_ms: r.duration_ms,
+                acceptance: r
+                    .spec_steps
+                    .zip(r.spec_accepted)
+                    .filter(|(steps, _)| *steps > 0)
+                    .map(|(steps, accepted)| 1.0 + f64::from(accepted) / f64::from(steps)),
                 reviewer: r.reviewer,
                 preview: r.preview.unwrap_or_default(),
                 regenerated_since_decision: r.regenerated.unwrap_or(false),

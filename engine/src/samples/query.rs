@@ -22,6 +22,12 @@ pub fn push_from(qb: &mut QueryBuilder<'_, Postgres>, query: &SampleQuery) {
     push_and(qb, query);
 }
 
+/// `push_from`, always joining the dataset row `d`, for a query that reads its columns.
+pub fn push_from_rows(qb: &mut QueryBuilder<'_, Postgres>, query: &SampleQuery) {
+    qb.push(" FROM samples s JOIN dataset_rows d ON d.id = s.row_id WHERE true");
+    push_and(qb, query);
+}
+
 /// Appends ` AND <condition>` for every dimension the query narrows.
 pub fn push_and(qb: &mut QueryBuilder<'_, Postgres>, query: &SampleQuery) {
     match query.runs.as_slice() {

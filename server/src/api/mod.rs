@@ -3,6 +3,7 @@
 //! the same `engine` function; errors have one shape ([`error`]); lists are paged by key.
 //! The OpenAPI document ([`openapi`]) is generated from the handlers' annotations.
 
+pub mod acceptance;
 pub mod auth;
 pub mod datasets;
 pub mod endpoints;
@@ -34,6 +35,10 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .route("/runs/{id}/retry", post(runs::retry))
         .route("/runs/{id}/events", get(runs::events))
         .route("/runs/{id}/samples", get(samples::list))
+        .route("/runs/{id}/acceptance", get(acceptance::run))
+        .route("/evaluations", get(acceptance::evaluations))
+        .route("/acceptance/compare", get(acceptance::compare))
+        .route("/datasets/{id}/quotas", get(acceptance::quotas))
         .route("/samples/{id}", get(samples::get))
         .route("/samples/{id}/decision", post(samples::decide))
         .route("/exports", get(exports::list).post(exports::start))

@@ -1,7 +1,7 @@
 //! The OpenAPI 3.1 document, generated from the handlers' `#[utoipa::path]` annotations, and a
 //! plain HTML page that lists its routes (no scripts, no CDN: it works offline).
 
-use super::{datasets, endpoints, error, exports, runs, samples};
+use super::{acceptance, datasets, endpoints, error, exports, runs, samples};
 use axum::{response::Html, Json};
 use utoipa::{
     openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme},
@@ -27,6 +27,7 @@ pub const PAGE_PATH: &str = "/api/v1/docs";
         exports::start, exports::list, exports::get, exports::cancel, exports::files, exports::download,
         endpoints::list, endpoints::create, endpoints::check, endpoints::delete,
         datasets::list, datasets::get, datasets::rows, datasets::import, datasets::upload,
+        acceptance::run, acceptance::evaluations, acceptance::compare, acceptance::quotas,
     ),
     components(schemas(error::ErrorBody, error::ErrorDetail)),
     modifiers(&BearerAuth),
@@ -36,6 +37,7 @@ pub const PAGE_PATH: &str = "/api/v1/docs";
         (name = "exports", description = "Exports of curated samples (engineer)"),
         (name = "endpoints", description = "vLLM servers (engineer)"),
         (name = "datasets", description = "Source datasets (engineer)"),
+        (name = "acceptance", description = "A draft's acceptance on the samples, evaluations compared (engineer)"),
     )
 )]
 pub struct ApiDoc;

@@ -112,9 +112,10 @@ pub async fn create(
     Engineer(viewer): Engineer,
     ApiJson(body): ApiJson<NewRunBody>,
 ) -> Result<(axum::http::StatusCode, Json<Created>), ApiError> {
-    let form = form_from_json(body.0)?;
-    let parsed = form.parse().map_err(|problems| ApiError::invalid(problems.join("; ")))?;
+    let mut form = form_from_json(body.0)?;
     let services = &state.services;
+    runs::fill_source_dataset(&services.pool, &mut form).await?;
+    let parsed = form.parse().map_err(|problems| ApiError::invalid(problems.join("; ")))?;
     let id = runs::create(
         &services.pool,
         &services.http,

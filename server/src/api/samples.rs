@@ -40,13 +40,16 @@ pub struct DecisionDone {
 }
 
 /// A run's samples with the review filters (`outcome`, `finish_reason`, `flag`, `review`,
-/// `reviewer`, `category`, token ranges such as `completion_tokens_min`, `q`, `sort`), paged
-/// with `after` and `limit`.
+/// `reviewer`, `category`, token ranges such as `completion_min`, the draft's acceptance length
+/// as `acceptance_min` / `acceptance_max`, `q`, `sort`: `oldest`, `newest`, `longest`,
+/// `shortest`, `slowest`, `lowest_acceptance`, `highest_acceptance`), paged with `after` and
+/// `limit`.
 #[utoipa::path(get, path = "/api/v1/runs/{id}/samples", tag = "samples",
     params(("id" = i64, Path), ("after" = Option<String>, Query), ("limit" = Option<i64>, Query),
         ("outcome" = Option<String>, Query), ("review" = Option<String>, Query),
         ("finish_reason" = Option<String>, Query), ("flag" = Option<String>, Query),
-        ("q" = Option<String>, Query)),
+        ("acceptance_min" = Option<f64>, Query), ("acceptance_max" = Option<f64>, Query),
+        ("sort" = Option<String>, Query), ("q" = Option<String>, Query)),
     responses((status = 200, body = SamplesPage), (status = 422, body = super::error::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn list(

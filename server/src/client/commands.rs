@@ -1,13 +1,14 @@
 //! `draft-studio run …` and `draft-studio export …`: each returns the exit code to end with.
 
 use super::{exit, progress, ApiClient, ClientError};
-use crate::cli::{ApiArgs, ExportCommand, RunCommand, RunStart, WaitArgs};
+use crate::cli::{AcceptanceCommand, ApiArgs, ExportCommand, RunCommand, RunStart, WaitArgs};
 use serde_json::{json, Map, Value};
 use std::time::Duration;
 
 pub enum Client {
     Run(RunCommand),
     Export(ExportCommand),
+    Acceptance(AcceptanceCommand),
 }
 
 /// Runs one client command; prints results on stdout and failures on stderr.
@@ -15,6 +16,7 @@ pub async fn run(command: Client) -> u8 {
     let result = match command {
         Client::Run(command) => run_command(command).await,
         Client::Export(command) => export_command(command).await,
+        Client::Acceptance(command) => acceptance_command(command).await,
     };
     match result {
         Ok(code) => code,
@@ -121,6 +123,30 @@ fn start_body(start: &RunStart) -> Result<Value, ClientError> {
     if let Some(v) = start.temperature {
         body.insert("temperature".into(), json!(v));
     }
+    if let Some(draft) = &start.draft {
+        let (name, revision) = draft.split_once('@').unwrap_or((draft, ""));
+        if name.trim().is_empty() {
+            return Err(bad_input(format!("--draft takes NAME or NAME@REVISION, not `{draft}`")));
+        }
+        body.insert("draft_name".into(), json!(name.trim()));
+        body.insert("draft_revision".into(), json!(revision.trim()));
+    }
+    let mut from_source = false;
+    if let Some(run) = start.from_run {
+        body.insert("selection".into(), json!("run"));
+        body.insert("source_run_id".into(), json!(run));
+        from_source = true;
+    }
+    if let Some(export) = start.from_export {
+        body.insert("selection".into(), json!("export"));
+        body.insert("source_export_id".into(), json!(export));
+        body.insert("source_split".into(), json!(start.split.as_deref().unwrap_or("validation")));
+        from_source = true;
+    }
+    // Prompts sent again keep their thinking modes unless the file or a flag says otherwise.
+    if from_source && !body.contains_key("thinking") {
+        body.insert("thinking".into(), json!("as_source"));
+    }
     for field in &start.fields {
         let Some((key, value)) = field.split_once('=') else {
             return Err(bad_input(format!("--set takes KEY=VALUE, not `{field}`")));
@@ -171,6 +197,29 @@ async fn wait_for_run(api: &ApiClient, id: i64, wait: &WaitArgs) -> Result<u8, C
             return Ok(code);
         }
         tokio::time::sleep(interval(wait)).await;
+    }
+}
+
+async fn acceptance_command(command: AcceptanceCommand) -> Result<u8, ClientError> {
+    match command {
+        AcceptanceCommand::Show { run, json, api } => {
+            let report: Value = client(&api)?.get(&format!("/runs/{run}/acceptance")).await?;
+            if json {
+                println!("{report:#}");
+            } else {
+                print!("{}", super::acceptance::report_text(&report));
+            }
+            Ok(exit::COMPLETED)
+        }
+        AcceptanceCommand::Compare { a, b, json, api } => {
+            let comparison: Value = client(&api)?.get(&format!("/acceptance/compare?a={a}&b={b}")).await?;
+            if json {
+                println!("{comparison:#}");
+            } else {
+                print!("{}", super::acceptance::comparison_text(&comparison));
+            }
+            Ok(exit::COMPLETED)
+        }
     }
 }
 

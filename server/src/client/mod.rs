@@ -1,6 +1,7 @@
 //! The CLI's side of `/api/v1`: an HTTP client with a token, the `run` and `export` commands
 //! built on it, and the exit codes a scheduler acts on.
 
+mod acceptance;
 pub mod commands;
 mod http;
 mod progress;
