@@ -32,21 +32,39 @@ if [ "$("$BIN" user count)" = 0 ]; then
 fi
 
 "$BIN" dataset import-demo-if-empty
+sim_pids=()
 if [ -z "${DS_VLLM_URL:-}" ]; then
   DS_VLLM_URL=http://127.0.0.1:8100
   if ! curl -sf "$DS_VLLM_URL/health" >/dev/null 2>&1; then
     say "no DS_VLLM_URL given: starting the vLLM simulator at $DS_VLLM_URL"
     "$CARGO_TARGET_DIR/$profile/vllm-sim" --port 8100 > "$DS_DATA_DIR/vllm-sim.log" 2>&1 &
-    sim_pid=$!
-    trap 'kill $sim_pid 2>/dev/null' EXIT
-    for _ in $(seq 1 40); do curl -sf "$DS_VLLM_URL/health" >/dev/null 2>&1 && break; sleep 0.25; done
+    sim_pids+=($!)
   fi
+  # A second one serving the target with a speculative-decoding draft that reports each
+  # request's acceptance (weaker on coding prompts), for trying evaluations (docs/acceptance.md).
+  draft_url=http://127.0.0.1:8101
+  if ! curl -sf "$draft_url/health" >/dev/null 2>&1; then
+    say "starting a simulator that serves a draft at $draft_url (the demo-draft endpoint)"
+    "$CARGO_TARGET_DIR/$profile/vllm-sim" --port 8101 --num-speculative-tokens 3 --draft-acceptance 0.8 \
+      --draft-acceptance-if-prompt-contains Python=0.45 --draft-acceptance-if-prompt-contains SQL=0.45 \
+      --draft-acceptance-if-prompt-contains TypeScript=0.45 --per-request-spec-decode-metrics \
+      > "$DS_DATA_DIR/vllm-sim-draft.log" 2>&1 &
+    sim_pids+=($!)
+  fi
+  trap 'kill "${sim_pids[@]}" 2>/dev/null' EXIT
+  for url in "$DS_VLLM_URL" "$draft_url"; do
+    for _ in $(seq 1 40); do curl -sf "$url/health" >/dev/null 2>&1 && break; sleep 0.25; done
+  done
   endpoint_name=demo-sim
 else
   endpoint_name=vllm
 fi
-if [ -z "$("$BIN" endpoint list)" ]; then
+endpoints=$("$BIN" endpoint list)
+if [ -z "$endpoints" ]; then
   "$BIN" endpoint add "$endpoint_name" "$DS_VLLM_URL"
+fi
+if [ -n "${draft_url:-}" ] && ! grep -q '^demo-draft' <<< "$endpoints"; then
+  "$BIN" endpoint add demo-draft "$draft_url"
 fi
 
 say "starting Draft Studio at http://${DS_BIND:-127.0.0.1:3000}"

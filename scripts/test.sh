@@ -56,13 +56,20 @@ server_pid=$!
 # A simulated vLLM server for the run pages, twice as fast as real time.
 "$CARGO_TARGET_DIR/debug/vllm-sim" --port 3199 --time-scale 2 > "$E2E_DIR/sim.log" 2>&1 &
 sim_pid=$!
-trap 'kill $server_pid $sim_pid 2>/dev/null; wait $server_pid $sim_pid 2>/dev/null || true' EXIT
+# One serving the target with a draft that reports each request's acceptance, weak on prompts
+# about MATH, for the acceptance pages; fast, so an evaluation ends in seconds.
+"$CARGO_TARGET_DIR/debug/vllm-sim" --port 3198 --time-scale 20 --median-completion-tokens 60 \
+  --num-speculative-tokens 3 --draft-acceptance 0.85 --draft-acceptance-if-prompt-contains MATH=0.3 \
+  --per-request-spec-decode-metrics > "$E2E_DIR/draft-sim.log" 2>&1 &
+draft_sim_pid=$!
+trap 'kill $server_pid $sim_pid $draft_sim_pid 2>/dev/null; wait $server_pid $sim_pid $draft_sim_pid 2>/dev/null || true' EXIT
 for _ in $(seq 1 60); do
   curl -sf http://127.0.0.1:3100/healthz >/dev/null && break
   kill -0 $server_pid 2>/dev/null || { cat "$E2E_DIR/server.log"; die "the app exited during start-up"; }
   sleep 0.5
 done
 # The run, review and export specs seed their data straight into this database.
-export E2E_BASE_URL=http://127.0.0.1:3100 E2E_SIM_URL=http://127.0.0.1:3199 E2E_DATABASE_URL=$E2E_DB
+export E2E_BASE_URL=http://127.0.0.1:3100 E2E_SIM_URL=http://127.0.0.1:3199 E2E_DRAFT_SIM_URL=http://127.0.0.1:3198
+export E2E_DATABASE_URL=$E2E_DB
 (cd end2end && npx playwright test "$@") || { say "server log: $E2E_DIR/server.log"; tail -n 50 "$E2E_DIR/server.log"; exit 1; }
 say "all tests passed"

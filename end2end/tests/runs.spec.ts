@@ -64,3 +64,31 @@ test("an engineer starts a run and watches it live, pausing and resuming it from
   await hydrated(page);
   await cancelOpenRun(page);
 });
+
+test("a finished run's page opened by its address hydrates, and its links open in the page", async ({ page }) => {
+  test.setTimeout(90_000);
+  const dataset = unique("done-");
+  seedDataset(dataset, 6);
+  await login(page, admin.username, admin.password, "/endpoints");
+  const endpoint = await registerSim(page);
+  await fillRunForm(page, dataset, 6, endpoint, 64);
+  const run = await startFixedRun(page, 8);
+  await expect(page.getByTestId("run-status")).toHaveText("completed", { timeout: 60_000 });
+
+  // Opened by its address: the server renders it whole, the browser hydrates it without error
+  // (the selection-bias section streamed in after the page once broke hydration there, and the
+  // page's links and buttons went dead).
+  const errors: string[] = [];
+  page.on("console", (m) => {
+    if (m.type() === "error") errors.push(m.text());
+  });
+  page.on("pageerror", (e) => errors.push(e.message));
+  await page.goto(`/runs/${run}`);
+  await hydrated(page);
+  await expect(page.getByTestId("bias")).toBeVisible();
+  await expect(page.locator(".live-dot.on")).toHaveCount(1);
+  await page.getByTestId("run-acceptance").click();
+  await expect(page).toHaveURL(new RegExp(`/acceptance/runs/${run}$`));
+  await expect(page.getByTestId("no-acceptance")).toContainText("runs no draft");
+  expect(errors).toEqual([]);
+});

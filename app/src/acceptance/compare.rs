@@ -1,7 +1,7 @@
 //! `/acceptance/compare?a=&b=`: two evaluations of the same prompts side by side, paired prompt
 //! by prompt, overall and per category, and the prompts where B falls furthest below A.
 
-use super::{api::compare_runs, format_difference, format_pooled, verdict};
+use super::{api::compare_runs, format_difference, interval_note, signed, verdict};
 use domain::acceptance::{Comparison, PairedFigure};
 use domain::units::thousands;
 use leptos::prelude::*;
@@ -58,9 +58,15 @@ fn ComparisonView(c: Comparison) -> impl IntoView {
             None => view! { <p class="empty">"No prompt has a figure in both runs."</p> }.into_any(),
             Some(f) => view! {
                 <div class="kpis" data-testid="compare-overall">
-                    <div class="kpi"><span class="value" data-testid="compare-a-length">{format_pooled(&f.a)}</span><span class="label">"A's acceptance"</span></div>
-                    <div class="kpi"><span class="value" data-testid="compare-b-length">{format_pooled(&f.b)}</span><span class="label">"B's acceptance"</span></div>
-                    <div class="kpi"><span class="value" data-testid="compare-difference">{format_difference(f)}</span><span class="label">"B − A, paired"</span></div>
+                    <div class="kpi"><span class="value" data-testid="compare-a-length">{format!("{:.2}", f.a.length)}</span><span class="label">{format!("A's acceptance{}", interval_note(&f.a))}</span></div>
+                    <div class="kpi"><span class="value" data-testid="compare-b-length">{format!("{:.2}", f.b.length)}</span><span class="label">{format!("B's acceptance{}", interval_note(&f.b))}</span></div>
+                    <div class="kpi">
+                        <span class="value" data-testid="compare-difference">{signed(f.difference)}</span>
+                        <span class="label">{match f.interval {
+                            Some(i) => format!("B − A, paired · 95% {} to {}", signed(i.low), signed(i.high)),
+                            None => "B − A, paired".to_string(),
+                        }}</span>
+                    </div>
                     <div class="kpi"><span class="value" data-testid="compare-verdict">{verdict(f)}</span><span class="label">{format!("B higher on {}, lower on {} of {} prompts", f.b_higher, f.a_higher, f.pairs)}</span></div>
                 </div>
             }.into_any(),

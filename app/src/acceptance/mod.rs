@@ -24,9 +24,22 @@ pub fn format_pooled(p: &Pooled) -> String {
     }
 }
 
+/// " · 95% 2.35–2.47" for a KPI's label; empty below two samples.
+pub fn interval_note(p: &Pooled) -> String {
+    p.interval.map(|i| format!(" · 95% {:.2}–{:.2}", i.low, i.high)).unwrap_or_default()
+}
+
+/// "−0.42", signed, with a real minus.
+pub fn signed(v: f64) -> String {
+    if v < 0.0 {
+        format!("−{:.2}", -v)
+    } else {
+        format!("+{v:.2}")
+    }
+}
+
 /// "−0.42 (95% −0.51 to −0.33)"; signed, with a real minus.
 pub fn format_difference(f: &PairedFigure) -> String {
-    let signed = |v: f64| if v < 0.0 { format!("−{:.2}", -v) } else { format!("+{v:.2}") };
     match f.interval {
         Some(Interval { low, high }) => {
             format!("{} (95% {} to {})", signed(f.difference), signed(low), signed(high))

@@ -2,7 +2,7 @@
 //! down by category, prompt and completion length, thinking mode and user turns, and the samples
 //! the draft did worst on, one click from review.
 
-use super::{api::get_run_acceptance, format_pooled};
+use super::{api::get_run_acceptance, format_pooled, interval_note};
 use domain::acceptance::{Dimension, GroupFigure, RunAcceptance, SampleFigure};
 use domain::units::thousands;
 use leptos::prelude::*;
@@ -59,8 +59,8 @@ fn Report(report: RunAcceptance) -> impl IntoView {
             Some(pooled) => view! {
                 <div class="kpis">
                     <div class="kpi">
-                        <span class="value" data-testid="acceptance-overall">{format_pooled(pooled)}</span>
-                        <span class="label">{format!("acceptance length{}", most.clone().unwrap_or_default())}</span>
+                        <span class="value" data-testid="acceptance-overall">{format!("{:.2}", pooled.length)}</span>
+                        <span class="label">{format!("acceptance length{}{}", interval_note(pooled), most.clone().unwrap_or_default())}</span>
                     </div>
                     <div class="kpi">
                         <span class="value">{format!("{} / {}", thousands(measured as i64), thousands(report.finished as i64))}</span>

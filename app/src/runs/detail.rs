@@ -13,7 +13,7 @@ use crate::{
     users::confirm,
 };
 use domain::{
-    dashboard::{ChartPoint, EndpointLive, RunSnapshot},
+    dashboard::{BiasReport, ChartPoint, EndpointLive, RunSnapshot},
     generation::{Concurrency, RunStatus, SampleState, Thinking},
 };
 use leptos::prelude::*;
@@ -32,12 +32,23 @@ pub fn RunPage() -> impl IntoView {
     let snapshot =
         Resource::new(id, move |id| async move { get_run_snapshot(id.ok_or_else(not_found)?).await });
     let history = Resource::new(id, move |id| async move { run_history(id.ok_or_else(not_found)?).await });
+    // The bias report is read with the rest and then every 15 s. Its first reading is awaited
+    // here, not in a `Transition` of its own inside the live part: that one was streamed in
+    // after the page, and a completed run's page opened by URL failed to hydrate there (the
+    // panic left its links dead).
+    let bias_tick = RwSignal::new(0u32);
+    every(Duration::from_secs(15), move || bias_tick.update(|n| *n += 1));
+    let bias = Resource::new(
+        move || (id(), bias_tick.get()),
+        move |(id, _)| async move { run_bias(id.ok_or_else(not_found)?).await },
+    );
     view! {
         <Suspense fallback=|| view! { <p class="muted">"Loading the run…"</p> }>
             {move || Suspend::new(async move {
-                match (snapshot.await, history.await) {
+                let (snapshot, history, _) = (snapshot.await, history.await, bias.await);
+                match (snapshot, history) {
                     (Err(e), _) | (_, Err(e)) => view! { <p class="error">{e.to_string()}</p> }.into_any(),
-                    (Ok(snapshot), Ok(history)) => view! { <LiveRun snapshot history/> }.into_any(),
+                    (Ok(snapshot), Ok(history)) => view! { <LiveRun snapshot history bias/> }.into_any(),
                 }
             })}
         </Suspense>
@@ -45,7 +56,11 @@ pub fn RunPage() -> impl IntoView {
 }
 
 #[component]
-fn LiveRun(snapshot: RunSnapshot, history: Vec<ChartPoint>) -> AnyView {
+fn LiveRun(
+    snapshot: RunSnapshot,
+    history: Vec<ChartPoint>,
+    bias: Resource<Result<BiasReport, crate::AppError>>,
+) -> AnyView {
     let run_id = snapshot.id;
     let name = snapshot.name.clone();
     let snap = RwSignal::new(Some(snapshot));
@@ -67,10 +82,6 @@ fn LiveRun(snapshot: RunSnapshot, history: Vec<ChartPoint>) -> AnyView {
     let s = move || snap.get().expect("a snapshot is always present");
     let status = move || s().status;
     let counts = Signal::derive(move || s().counts);
-
-    let bias_tick = RwSignal::new(0u32);
-    every(Duration::from_secs(15), move || bias_tick.update(|n| *n += 1));
-    let bias = Resource::new(move || bias_tick.get(), move |_| run_bias(run_id));
 
     let act = move |action: RunAction, question: Option<&'static str>| {
         move |_| {
@@ -168,29 +179,21 @@ fn LiveRun(snapshot: RunSnapshot, history: Vec<ChartPoint>) -> AnyView {
             </section>
             <section class="panel">
                 <h2>"Latest errors (15 min)"</h2>
-                {move || {
-                    let errors = s().errors;
-                    if errors.is_empty() {
-                        view! { <p class="muted">"None."</p> }.into_any()
-                    } else {
-                        view! {
-                            <table class="data compact" data-testid="errors">
-                                <thead><tr><th>"Kind"</th><th class="num">"Count"</th><th>"Last message"</th><th>"Last"</th></tr></thead>
-                                <tbody>{errors.into_iter().map(|g| view! {
-                                    <tr><td><code>{g.kind}</code></td><td class="num">{g.count}</td>
-                                        <td class="small">{g.last_message}</td><td><RelativeTime at=g.last_at/></td></tr>
-                                }).collect_view()}</tbody>
-                            </table>
-                        }.into_any()
-                    }
-                }}
+                // A `Show`, not a closure choosing between two views: the server rendered the
+                // closure's last-child branch without the marker hydration looks for, and a
+                // completed run's page opened by URL panicked there and went dead.
+                <Show when=move || !s().errors.is_empty() fallback=|| view! { <p class="muted">"None."</p> }>
+                    <table class="data compact" data-testid="errors">
+                        <thead><tr><th>"Kind"</th><th class="num">"Count"</th><th>"Last message"</th><th>"Last"</th></tr></thead>
+                        <tbody>{move || s().errors.into_iter().map(|g| view! {
+                            <tr><td><code>{g.kind}</code></td><td class="num">{g.count}</td>
+                                <td class="small">{g.last_message}</td><td><RelativeTime at=g.last_at/></td></tr>
+                        }).collect_view()}</tbody>
+                    </table>
+                </Show>
             </section>
         </div>
-        <Transition fallback=|| ()>
-            {move || Suspend::new(async move {
-                bias.await.ok().map(|report| view! { <BiasView report/> })
-            })}
-        </Transition>
+        {move || bias.get().and_then(Result::ok).map(|report| view! { <BiasView report/> })}
         <div class="two-col">
             <section class="panel">
                 <h2>"Settings"</h2>
