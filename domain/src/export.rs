@@ -2,10 +2,12 @@
 
 use crate::acceptance::Pooled;
 use crate::generation::SampleState;
+use crate::review::FlagReason;
 use crate::review::{ReviewState, TokenRange};
 use crate::sample_query::{AcceptanceRange, SampleQuery};
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use time::OffsetDateTime;
 
 /// Which review states are exported.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -393,6 +395,30 @@ impl crate::stored::Stored for ExportSpec {
 }
 
 impl ExportSpec {
+    /// One line saying what it exports and where, for tables.
+    pub fn describe(&self) -> String {
+        let s = &self.selection;
+        let runs = match s.run_ids.as_slice() {
+            [one] => format!("run {one}"),
+            many => format!("{} runs", many.len()),
+        };
+        let outcomes = s.outcomes.iter().map(|o| o.as_str()).collect::<Vec<_>>().join("+");
+        let layout = match self.format.layout {
+            Layout::Conversations => "conversations",
+            Layout::Messages => "messages",
+            Layout::Tokenized => "tokenized",
+        };
+        let place = match &self.destination {
+            Destination::Directory { path } => format!("→ {path}"),
+            Destination::S3 { bucket, prefix } => format!("→ s3://{bucket}/{prefix}"),
+        };
+        format!(
+            "{runs} · {outcomes} · review: {} · {layout} {} {place}",
+            s.review.as_str().replace('_', " "),
+            self.format.file.extension()
+        )
+    }
+
     /// Every problem that can be seen without the database, each phrased as what to change.
     pub fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
@@ -490,6 +516,71 @@ impl fmt::Display for ExportStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// One past export as the page lists it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExportItem {
+    pub id: i64,
+    pub preset_name: Option<String>,
+    /// What was exported and where, in one line.
+    pub summary: String,
+    pub status: ExportStatus,
+    pub created_by: Option<String>,
+    pub created_at: OffsetDateTime,
+    pub finished_at: Option<OffsetDateTime>,
+    pub rows_total: Option<i64>,
+    pub rows_done: i64,
+    pub location: Option<String>,
+    /// Written to an S3 bucket (no download through the app).
+    pub to_s3: bool,
+    pub bytes: Option<i64>,
+    /// From the manifest, once completed.
+    pub counts: Option<ExportCounts>,
+    pub files: Vec<ExportFile>,
+    pub error: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExportCounts {
+    pub written: u64,
+    pub train: u64,
+    pub validation: u64,
+    pub duplicates_removed: u64,
+    pub dropped: u64,
+    pub truncated: u64,
+    pub completion_tokens: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExportFile {
+    pub name: String,
+    pub rows: Option<u64>,
+    pub bytes: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PresetItem {
+    pub id: i64,
+    pub name: String,
+    pub spec: ExportSpec,
+    pub updated_at: OffsetDateTime,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunOption {
+    pub id: i64,
+    pub name: String,
+    pub ok_samples: i64,
+}
+
+/// What the export form offers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExportChoices {
+    pub runs: Vec<RunOption>,
+    pub flags: Vec<FlagReason>,
+    /// Folders exports may be written under (DS_EXPORT_ROOTS); relative folders go under the first.
+    pub roots: Vec<String>,
 }
 
 /// What a selection would export, shown before exporting.

@@ -8,6 +8,7 @@ pub mod access;
 pub mod dashboard;
 pub mod dataset;
 pub mod endpoint;
+pub mod error;
 pub mod export;
 pub mod generation;
 pub mod review;

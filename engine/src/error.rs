@@ -1,3 +1,4 @@
+use domain::error::AppError;
 use std::time::Duration;
 
 /// Every failure the engine reports. Variants other than `Database` and `Internal` carry a
@@ -53,5 +54,24 @@ impl<T> OnConstraint<T> for std::result::Result<T, sqlx::Error> {
             sqlx::Error::Database(db) if db.constraint() == Some(constraint) => Error::Conflict(message()),
             _ => Error::Database(e),
         })
+    }
+}
+
+/// What the user is told: the message of an error meant for them, a generic failure (logged
+/// here with its details) for a database or internal one.
+impl From<Error> for AppError {
+    fn from(error: Error) -> Self {
+        use Error as E;
+        match error {
+            E::Invalid(message) => AppError::Invalid(message),
+            E::NotFound(what) => AppError::NotFound(format!("{what} not found")),
+            E::Conflict(message) => AppError::Conflict(message),
+            E::BadCredentials => AppError::Invalid("wrong username or password".into()),
+            e @ E::RateLimited(_) => AppError::RateLimited(e.to_string()),
+            e @ (E::Database(_) | E::Internal(_)) => {
+                tracing::error!(error = ?e, "server function failed");
+                AppError::Internal
+            }
+        }
     }
 }

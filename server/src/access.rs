@@ -23,7 +23,9 @@ pub async fn resolve_viewer(State(state): State<AppState>, mut request: Request,
                     request.extensions_mut().insert(viewer);
                     return next.run(request).await;
                 }
-                Ok(None) => return error_json(StatusCode::UNAUTHORIZED, app::AppError::Unauthorized),
+                Ok(None) => {
+                    return error_json(StatusCode::UNAUTHORIZED, domain::error::AppError::Unauthorized)
+                }
                 Err(e) => {
                     tracing::error!(error = %e, "verifying an API token failed");
                     return (
@@ -109,13 +111,13 @@ pub async fn guard_api(request: Request, next: Next) -> Response {
         Some(PageAccess::Requires(role)) => role,
         None => {
             tracing::warn!(%path, "server function outside every declared namespace refused");
-            return error_json(StatusCode::FORBIDDEN, app::AppError::Forbidden);
+            return error_json(StatusCode::FORBIDDEN, domain::error::AppError::Forbidden);
         }
     };
     match request.extensions().get::<domain::Viewer>() {
-        None => error_json(StatusCode::UNAUTHORIZED, app::AppError::Unauthorized),
+        None => error_json(StatusCode::UNAUTHORIZED, domain::error::AppError::Unauthorized),
         Some(viewer) if viewer.role.allows(required) => next.run(request).await,
-        Some(_) => error_json(StatusCode::FORBIDDEN, app::AppError::Forbidden),
+        Some(_) => error_json(StatusCode::FORBIDDEN, domain::error::AppError::Forbidden),
     }
 }
 
@@ -134,14 +136,14 @@ pub async fn api_error_status(request: Request, next: Next) -> Response {
         Ok(bytes) => bytes,
         Err(_) => return (StatusCode::INTERNAL_SERVER_ERROR, "error body unreadable").into_response(),
     };
-    if let Ok(error) = serde_json::from_slice::<app::AppError>(&bytes) {
+    if let Ok(error) = serde_json::from_slice::<domain::error::AppError>(&bytes) {
         parts.status = StatusCode::from_u16(error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     }
     Response::from_parts(parts, axum::body::Body::from(bytes))
 }
 
 /// The same JSON body a server function returns for the error, so the UI shows its message.
-fn error_json(status: StatusCode, error: app::AppError) -> Response {
+fn error_json(status: StatusCode, error: domain::error::AppError) -> Response {
     (status, axum::Json(error)).into_response()
 }
 

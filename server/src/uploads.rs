@@ -51,7 +51,7 @@ async fn upload(State(state): State<AppState>, headers: HeaderMap, mut multipart
             }
             Err(e) if e.is_internal() => {
                 tracing::error!(error = ?e, "storing an upload failed");
-                (StatusCode::INTERNAL_SERVER_ERROR, Json(app::AppError::Internal)).into_response()
+                (StatusCode::INTERNAL_SERVER_ERROR, Json(domain::error::AppError::Internal)).into_response()
             }
             // The engine reports an over-limit stream as an invalid input naming DS_UPLOAD_LIMIT;
             // HTTP has a status of its own for it.
@@ -64,5 +64,5 @@ async fn upload(State(state): State<AppState>, headers: HeaderMap, mut multipart
 }
 
 fn refuse(status: StatusCode, message: String) -> Response {
-    (status, Json(app::AppError::Invalid(message))).into_response()
+    (status, Json(domain::error::AppError::Invalid(message))).into_response()
 }

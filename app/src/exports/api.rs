@@ -2,141 +2,21 @@
 //! check the role, call `engine::export`.
 
 use crate::AppError;
-use domain::export::{ExportPreview, ExportSpec, ExportStatus};
-use domain::review::FlagReason;
+pub use domain::export::{ExportChoices, ExportCounts, ExportFile, ExportItem, PresetItem, RunOption};
+use domain::export::{ExportPreview, ExportSpec};
 use leptos::prelude::*;
-use serde::{Deserialize, Serialize};
 use server_fn::codec::Json;
-use time::OffsetDateTime;
-
-/// One past export as the page lists it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ExportItem {
-    pub id: i64,
-    pub preset_name: Option<String>,
-    /// What was exported and where, in one line.
-    pub summary: String,
-    pub status: ExportStatus,
-    pub created_by: Option<String>,
-    pub created_at: OffsetDateTime,
-    pub finished_at: Option<OffsetDateTime>,
-    pub rows_total: Option<i64>,
-    pub rows_done: i64,
-    pub location: Option<String>,
-    /// Written to an S3 bucket (no download through the app).
-    pub to_s3: bool,
-    pub bytes: Option<i64>,
-    /// From the manifest, once completed.
-    pub counts: Option<ExportCounts>,
-    pub files: Vec<ExportFile>,
-    pub error: Option<String>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ExportCounts {
-    pub written: u64,
-    pub train: u64,
-    pub validation: u64,
-    pub duplicates_removed: u64,
-    pub dropped: u64,
-    pub truncated: u64,
-    pub completion_tokens: u64,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ExportFile {
-    pub name: String,
-    pub rows: Option<u64>,
-    pub bytes: u64,
-}
 
 /// The URL that streams one file of a completed folder export.
 pub fn download_url(export_id: i64, file: &str) -> String {
     format!("/api/exports/{export_id}/files/{file}")
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PresetItem {
-    pub id: i64,
-    pub name: String,
-    pub spec: ExportSpec,
-    pub updated_at: OffsetDateTime,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RunOption {
-    pub id: i64,
-    pub name: String,
-    pub ok_samples: i64,
-}
-
-/// What the export form offers.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ExportChoices {
-    pub runs: Vec<RunOption>,
-    pub flags: Vec<FlagReason>,
-    /// Folders exports may be written under (DS_EXPORT_ROOTS); relative folders go under the first.
-    pub roots: Vec<String>,
-}
-
-#[cfg(feature = "ssr")]
-pub fn item(record: engine::export::store::ExportRecord) -> ExportItem {
-    use engine::export::manifest::Manifest;
-    let spec: Option<ExportSpec> = domain::stored::from_stored(record.spec).ok();
-    let manifest: Option<Manifest> = record.manifest.and_then(|m| serde_json::from_value(m).ok());
-    let (counts, files) = match manifest {
-        Some(m) => {
-            let c = &m.counts;
-            let counts = ExportCounts {
-                written: c.written,
-                train: c.selection.train,
-                validation: c.selection.validation,
-                duplicates_removed: c.selection.duplicates_removed,
-                dropped: c.dropped_overlong + c.dropped_no_loss,
-                truncated: c.truncated,
-                completion_tokens: c.selection.completion_tokens,
-            };
-            let mut files: Vec<ExportFile> = m
-                .files
-                .iter()
-                .map(|f| ExportFile { name: f.name.clone(), rows: Some(f.rows), bytes: f.bytes })
-                .collect();
-            let data_bytes: u64 = m.files.iter().map(|f| f.bytes).sum();
-            let manifest_bytes = record.bytes.map_or(0, |b| (b as u64).saturating_sub(data_bytes));
-            files.push(ExportFile {
-                name: engine::export::manifest::FILE_NAME.to_string(),
-                rows: None,
-                bytes: manifest_bytes,
-            });
-            (Some(counts), files)
-        }
-        None => (None, Vec::new()),
-    };
-    ExportItem {
-        id: record.id,
-        preset_name: record.preset_name,
-        summary: spec.as_ref().map(super::form::describe).unwrap_or_default(),
-        to_s3: matches!(spec.map(|s| s.destination), Some(domain::export::Destination::S3 { .. })),
-        status: record.status,
-        created_by: record.created_by,
-        created_at: record.created_at,
-        finished_at: record.finished_at,
-        rows_total: record.rows_total,
-        rows_done: record.rows_done,
-        location: record.location,
-        bytes: record.bytes,
-        counts,
-        files,
-        error: record.error,
-    }
-}
-
 #[server(endpoint = "exports/list", input = Json)]
 pub async fn list_exports() -> Result<Vec<ExportItem>, AppError> {
     use crate::ssr;
     ssr::require(domain::Role::Engineer)?;
-    let records = engine::export::store::list(&ssr::services()?.pool, 50).await?;
-    Ok(records.into_iter().map(item).collect())
+    Ok(engine::export::store::items(&ssr::services()?.pool, 50).await?)
 }
 
 #[server(endpoint = "exports/choices", input = Json)]

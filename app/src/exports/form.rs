@@ -295,30 +295,6 @@ impl ExportForm {
     }
 }
 
-/// One line saying what a spec exports and where, for tables.
-pub fn describe(spec: &ExportSpec) -> String {
-    let s = &spec.selection;
-    let runs = match s.run_ids.as_slice() {
-        [one] => format!("run {one}"),
-        many => format!("{} runs", many.len()),
-    };
-    let outcomes = s.outcomes.iter().map(|o| o.as_str()).collect::<Vec<_>>().join("+");
-    let layout = match spec.format.layout {
-        Layout::Conversations => "conversations",
-        Layout::Messages => "messages",
-        Layout::Tokenized => "tokenized",
-    };
-    let place = match &spec.destination {
-        Destination::Directory { path } => format!("→ {path}"),
-        Destination::S3 { bucket, prefix } => format!("→ s3://{bucket}/{prefix}"),
-    };
-    format!(
-        "{runs} · {outcomes} · review: {} · {layout} {} {place}",
-        name(&s.review).replace('_', " "),
-        spec.format.file.extension()
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

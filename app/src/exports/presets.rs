@@ -1,10 +1,7 @@
 //! Saved presets, each exported in one click, loaded into the form to change it, or deleted.
 
 use super::api::{DeletePreset, PresetItem, StartPreset};
-use super::{
-    confirm::ConfirmButton,
-    form::{describe, ExportForm},
-};
+use super::{confirm::ConfirmButton, form::ExportForm};
 use crate::components::time::RelativeTime;
 use crate::AppError;
 use leptos::prelude::*;
@@ -81,7 +78,7 @@ fn PresetRow(
     view! {
         <tr data-preset=preset.name.clone()>
             <td><strong>{preset.name.clone()}</strong></td>
-            <td class="muted small">{describe(&preset.spec)}</td>
+            <td class="muted small">{preset.spec.describe()}</td>
             <td><RelativeTime at=preset.updated_at/></td>
             <td class="actions">
                 <button type="button" class="primary" data-testid="preset-export"

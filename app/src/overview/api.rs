@@ -46,11 +46,7 @@ pub async fn get_overview() -> Result<Overview, AppError> {
         Some(Work {
             runs: overview::runs_in_progress(&pool).await?,
             endpoints: engine::endpoints::list(&pool).await?,
-            exports: engine::export::store::list(&pool, RECENT_EXPORTS)
-                .await?
-                .into_iter()
-                .map(crate::exports::api::item)
-                .collect(),
+            exports: engine::export::store::items(&pool, RECENT_EXPORTS).await?,
             datasets_ready: overview::datasets_ready(&pool).await?,
         })
     } else {

@@ -2,7 +2,7 @@
 
 use crate::error::OnConstraint;
 use crate::{Error, Result};
-use domain::export::{ExportSpec, ExportStatus};
+use domain::export::{ExportCounts, ExportFile, ExportItem, ExportSpec, ExportStatus};
 use domain::stored::{from_stored, to_stored};
 use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
@@ -41,6 +41,64 @@ pub async fn list(pool: &PgPool, limit: i64) -> Result<Vec<ExportRecord>> {
     )
     .fetch_all(pool)
     .await?)
+}
+
+/// The newest `limit` exports as the pages and the API list them.
+pub async fn items(pool: &PgPool, limit: i64) -> Result<Vec<ExportItem>> {
+    Ok(list(pool, limit).await?.into_iter().map(item).collect())
+}
+
+/// One past export as the pages and the API list it: its spec in one line, progress, and from
+/// the manifest its counts and files.
+pub fn item(record: ExportRecord) -> ExportItem {
+    use super::manifest::Manifest;
+    let spec: Option<ExportSpec> = domain::stored::from_stored(record.spec).ok();
+    let manifest: Option<Manifest> = record.manifest.and_then(|m| serde_json::from_value(m).ok());
+    let (counts, files) = match manifest {
+        Some(m) => {
+            let c = &m.counts;
+            let counts = ExportCounts {
+                written: c.written,
+                train: c.selection.train,
+                validation: c.selection.validation,
+                duplicates_removed: c.selection.duplicates_removed,
+                dropped: c.dropped_overlong + c.dropped_no_loss,
+                truncated: c.truncated,
+                completion_tokens: c.selection.completion_tokens,
+            };
+            let mut files: Vec<ExportFile> = m
+                .files
+                .iter()
+                .map(|f| ExportFile { name: f.name.clone(), rows: Some(f.rows), bytes: f.bytes })
+                .collect();
+            let data_bytes: u64 = m.files.iter().map(|f| f.bytes).sum();
+            let manifest_bytes = record.bytes.map_or(0, |b| (b as u64).saturating_sub(data_bytes));
+            files.push(ExportFile {
+                name: super::manifest::FILE_NAME.to_string(),
+                rows: None,
+                bytes: manifest_bytes,
+            });
+            (Some(counts), files)
+        }
+        None => (None, Vec::new()),
+    };
+    ExportItem {
+        id: record.id,
+        preset_name: record.preset_name,
+        summary: spec.as_ref().map(ExportSpec::describe).unwrap_or_default(),
+        to_s3: matches!(spec.map(|s| s.destination), Some(domain::export::Destination::S3 { .. })),
+        status: record.status,
+        created_by: record.created_by,
+        created_at: record.created_at,
+        finished_at: record.finished_at,
+        rows_total: record.rows_total,
+        rows_done: record.rows_done,
+        location: record.location,
+        bytes: record.bytes,
+        counts,
+        files,
+        error: record.error,
+    }
 }
 
 pub async fn get(pool: &PgPool, id: i64) -> Result<ExportRecord> {

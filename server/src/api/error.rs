@@ -59,11 +59,11 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// The same mapping the server functions use (`app::AppError`), so a page and a script see the
+/// The same mapping the server functions use (`domain::error::AppError`), so a page and a script see the
 /// same status and message for the same failure.
 impl From<engine::Error> for ApiError {
     fn from(error: engine::Error) -> Self {
-        let app_error = app::AppError::from(error);
+        let app_error = domain::error::AppError::from(error);
         let status = StatusCode::from_u16(app_error.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         Self::new(status, app_error.to_string())
     }

@@ -8,9 +8,10 @@ use super::{
     runs::Created,
 };
 use crate::state::AppState;
-use app::exports::api::{item, ExportFile, ExportItem};
 use axum::{extract::State, http::StatusCode, response::Response, Json};
 use domain::export::ExportSpec;
+use domain::export::{ExportFile, ExportItem};
+use engine::export::store::item;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
