@@ -12,8 +12,10 @@ pub mod endpoints;
 pub mod error;
 pub mod export;
 pub mod generation;
+pub mod jobs;
 pub mod metrics;
 pub mod review;
+pub mod runs;
 pub mod samples;
 pub mod services;
 #[cfg(feature = "test-support")]

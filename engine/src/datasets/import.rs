@@ -3,8 +3,8 @@
 //! Progress is written with every batch; a cancel is seen at the next batch; a failed or
 //! cancelled import loses its rows and never reads as ready.
 //!
-//! The job runs under a lease (`lease`) renewed while it reads, and writes only while it holds
-//! it: the process that accepted the import runs it (`start`); when that process dies, another
+//! The job runs under a lease (`lease`, held by `jobs::hold`) renewed while it reads, and
+//! writes only while it holds it: the process that accepted the import runs it (`start`); when that process dies, another
 //! takes it over and reads the source again from the start (`resume`, from `jobs`).
 
 use super::{
@@ -13,10 +13,10 @@ use super::{
     normalize::normalize,
     preview, reader, sources, store, uploads, DatasetSettings, KEPT_REJECTIONS,
 };
+use crate::jobs::{self, Held};
 use crate::{error::OnConstraint, Error, Result};
 use domain::dataset::{DatasetStatus, Format, Mapping, SourceSpec};
 use sqlx::{PgConnection, PgPool};
-use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -189,62 +189,15 @@ enum Ended {
 }
 
 impl Job {
-    /// Runs the import while renewing its lease. When the lease is gone (cancelled, taken
-    /// over) the job stops at its next batch; when this process is stopping (`stop`), it stops
-    /// there too and the import is handed back for another process to take over at once.
+    /// Runs the import while renewing its lease (`jobs::hold`). When the lease is gone
+    /// (cancelled, taken over) the job stops at its next batch; when this process is stopping
+    /// (`stop`), it stops there too and the import is handed back for another process to take
+    /// over at once.
     async fn carry_out(self, first: sources::LocalFiles, stop: Option<&CancellationToken>) {
-        let (pool, claim, lease, halt) =
-            (self.pool.clone(), self.claim, self.settings.jobs.lease, self.halt.clone());
-        let work = self.run(first);
-        tokio::pin!(work);
-        let mut renewal = tokio::time::interval((lease / 3).max(Duration::from_millis(100)));
-        renewal.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        renewal.tick().await;
-        let stopping = async {
-            match stop {
-                Some(stop) => stop.cancelled().await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::pin!(stopping);
-        // The renewal is a future of its own, polled beside the work, never awaited in a
-        // `select!` arm: a batch's transaction holds the import's row from its counter update
-        // to its commit, and a renewal awaited there (the work not polled) would wait on that
-        // row for ever.
-        let renewing = async {
-            loop {
-                renewal.tick().await;
-                if halt.is_cancelled() {
-                    return std::future::pending::<()>().await;
-                }
-                match lease::renew(&pool, &claim, lease).await {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        tracing::info!(
-                            dataset = claim.id,
-                            "the import was cancelled or taken over; this process stops reading it"
-                        );
-                        halt.cancel();
-                    }
-                    Err(e) => {
-                        tracing::warn!(dataset = claim.id, error = %e, "renewing an import's lease failed; retrying")
-                    }
-                }
-            }
-        };
-        tokio::pin!(renewing);
-        let mut hand_back = false;
-        loop {
-            tokio::select! {
-                () = &mut work => break,
-                () = &mut renewing => {}
-                () = &mut stopping, if !halt.is_cancelled() => {
-                    hand_back = true;
-                    halt.cancel();
-                }
-            }
-        }
-        if hand_back {
+        let (pool, claim, options, halt) =
+            (self.pool.clone(), self.claim, self.settings.jobs, self.halt.clone());
+        let held = jobs::hold(&pool, lease::IMPORTS, claim, &options, stop, &halt, self.run(first)).await;
+        if held == Held::Stopping {
             match lease::release(&pool, &claim).await {
                 Ok(true) => tracing::info!(
                     dataset = claim.id,

@@ -8,26 +8,11 @@ use super::{import, lease, DatasetSettings};
 use crate::Result;
 use domain::dataset::DatasetStatus;
 use sqlx::PgPool;
-use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-/// How imports are held and taken over.
-#[derive(Clone, Copy, Debug)]
-pub struct ImportJobs {
-    /// How long an import stays leased to a process that stops renewing it. Renewed every third.
-    pub lease: Duration,
-    /// Starts an import gets (a take-over after a crash is one more) before it is failed.
-    pub max_claims: i32,
-    /// How often a process looks for imports to take over.
-    pub poll: Duration,
-}
-
-impl Default for ImportJobs {
-    fn default() -> Self {
-        Self { lease: Duration::from_secs(30), max_claims: 3, poll: Duration::from_secs(2) }
-    }
-}
+/// How imports are held and taken over: every job kind's options.
+pub type ImportJobs = crate::jobs::JobOptions;
 
 /// One round: fails the imports that keep stopping their processes, then takes over the next
 /// import whose process stopped and runs it here. Returns the import it ran and how it ended.
@@ -58,20 +43,8 @@ pub async fn run_next(
 /// Takes over imports until `stop`; one in progress is then handed back for another process.
 pub async fn work(pool: PgPool, http: reqwest::Client, settings: DatasetSettings, stop: CancellationToken) {
     let owner = Uuid::new_v4();
-    while !stop.is_cancelled() {
-        let idle = match run_next(&pool, &http, &settings, owner, &stop).await {
-            Ok(Some(_)) => false,
-            Ok(None) => true,
-            Err(e) => {
-                tracing::warn!(error = %e, "looking for imports to take over failed; trying again");
-                true
-            }
-        };
-        if idle {
-            tokio::select! {
-                _ = stop.cancelled() => {}
-                _ = tokio::time::sleep(settings.jobs.poll) => {}
-            }
-        }
-    }
+    crate::jobs::poll(&stop, &settings.jobs, "import", || async {
+        Ok(run_next(&pool, &http, &settings, owner, &stop).await?.is_some())
+    })
+    .await
 }

@@ -1,5 +1,5 @@
-//! An import's life in `datasets` as a job, one guarded statement per transition, with the
-//! lease discipline of exports (`export::lease`): the process that accepted the import holds
+//! An import's life in `datasets` as a job (`jobs`), one guarded statement per transition: the
+//! process that accepted the import holds
 //! it under a lease it renews while it reads; every write of the import is made only while it
 //! still holds it. When that process dies, its lease runs out and another process takes the
 //! import over from the start (`take_over`), or ends it (`end_abandoned`: failed after
@@ -13,19 +13,15 @@
 //!           lease ran out ──end_abandoned──▶ failed (started max_claims times)
 //! ```
 
+pub use crate::jobs::Claim;
+use crate::jobs::JobTable;
 use crate::Result;
 use sqlx::PgPool;
 use std::time::Duration;
 use uuid::Uuid;
 
-/// An import this process holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Claim {
-    pub id: i64,
-    pub owner: Uuid,
-    /// How many times a process has started it, this one included.
-    pub claims: i32,
-}
+/// Imports as jobs (`jobs`): a held one is `importing`; its lease is renewed as every job's is.
+pub const IMPORTS: JobTable = JobTable { table: "datasets", held: "importing", what: "import" };
 
 /// An import taken over from a process that stopped, with what it needs to start again.
 #[derive(Clone, Debug)]
@@ -33,21 +29,6 @@ pub struct TakenOver {
     pub claim: Claim,
     pub source: serde_json::Value,
     pub mapping: serde_json::Value,
-}
-
-/// Extends the lease; false when this process no longer holds the import (it was cancelled,
-/// or another process took it over after the lease ran out).
-pub async fn renew(pool: &PgPool, claim: &Claim, lease: Duration) -> Result<bool> {
-    let renewed = sqlx::query!(
-        "UPDATE datasets SET lease_expires_at = now() + make_interval(secs => $3)
-         WHERE id = $1 AND status = 'importing' AND lease_owner = $2",
-        claim.id,
-        claim.owner,
-        lease.as_secs_f64()
-    )
-    .execute(pool)
-    .await?;
-    Ok(renewed.rows_affected() == 1)
 }
 
 /// Takes over the oldest import whose process stopped renewing its lease and that has starts

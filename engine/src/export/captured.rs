@@ -16,7 +16,7 @@
 //! tokenizer's), that answer is left unsupervised and counted, never guessed.
 
 use super::tokenize::{Outcome, Tokenized};
-use crate::generation::token_ids;
+use crate::samples::token_ids;
 use crate::{Error, Result};
 use domain::export::{Overlong, TurnRows};
 use sqlx::PgPool;

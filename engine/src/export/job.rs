@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
+use tokio_util::sync::CancellationToken;
 
 /// Samples read, converted and written per step; bounds the job's memory.
 const BATCH: usize = 256;
@@ -85,8 +86,23 @@ pub async fn run(pool: &PgPool, storage: &Storage, id: i64) -> Result<ExportStat
 /// boxing the manifest would buy nothing.
 #[allow(clippy::large_enum_variant)]
 pub(super) enum Finished {
-    Completed { location: String, bytes: u64, manifest: Manifest },
+    Completed {
+        location: String,
+        bytes: u64,
+        manifest: Manifest,
+    },
     Cancelled,
+    /// Stopped at a batch because the job's hold ended (its lease was lost, or the process is
+    /// stopping): what it staged is left for whoever holds the job next.
+    Halted,
+}
+
+/// How writing the data files ended. Made once per export, like `Finished`.
+#[allow(clippy::large_enum_variant)]
+enum Written {
+    Files(Vec<FileEntry>, Counts),
+    Cancelled,
+    Halted,
 }
 
 /// Which samples went into which split, so an evaluation can send an export's validation
@@ -109,7 +125,13 @@ async fn cancel_requested(pool: &PgPool, id: i64) -> Result<bool> {
     Ok(sqlx::query_scalar!("SELECT cancel_requested FROM exports WHERE id = $1", id).fetch_one(pool).await?)
 }
 
-pub(super) async fn execute(pool: &PgPool, storage: &Storage, id: i64) -> Result<Finished> {
+/// Writes export `id` until its end, or until `halt` at a batch boundary.
+pub(super) async fn execute(
+    pool: &PgPool,
+    storage: &Storage,
+    id: i64,
+    halt: &CancellationToken,
+) -> Result<Finished> {
     let job = sqlx::query!(
         r#"SELECT e.spec, e.created_at, u.username AS "user?"
            FROM exports e LEFT JOIN users u ON u.id = e.created_by WHERE e.id = $1"#,
@@ -138,8 +160,8 @@ pub(super) async fn execute(pool: &PgPool, storage: &Storage, id: i64) -> Result
         _ => None,
     };
     let token_source = rows.token_source();
-    match write_all(pool, id, &spec, &plan, rows, &target).await {
-        Ok(Some((files, counts))) => {
+    match write_all(pool, id, &spec, &plan, rows, &target, halt).await {
+        Ok(Written::Files(files, counts)) => {
             let manifest = Manifest {
                 export_id: id,
                 created_at: job.created_at.format(&Rfc3339).unwrap_or_default(),
@@ -160,6 +182,9 @@ pub(super) async fn execute(pool: &PgPool, storage: &Storage, id: i64) -> Result
                 target.discard().await;
                 return Err(Error::Internal(e.into()));
             }
+            if halt.is_cancelled() {
+                return Ok(Finished::Halted);
+            }
             if cancel_requested(pool, id).await? {
                 target.discard().await;
                 return Ok(Finished::Cancelled);
@@ -169,10 +194,11 @@ pub(super) async fn execute(pool: &PgPool, storage: &Storage, id: i64) -> Result
             let location = target.commit(&names).await?;
             Ok(Finished::Completed { location, bytes: bytes + text.len() as u64, manifest })
         }
-        Ok(None) => {
+        Ok(Written::Cancelled) => {
             target.discard().await;
             Ok(Finished::Cancelled)
         }
+        Ok(Written::Halted) => Ok(Finished::Halted),
         Err(e) => {
             target.discard().await;
             Err(e)
@@ -349,7 +375,7 @@ impl Sink {
     }
 }
 
-/// Writes every planned sample; `None` when cancelled.
+/// Writes every planned sample, stopping at a batch when cancelled or halted.
 async fn write_all(
     pool: &PgPool,
     id: i64,
@@ -357,7 +383,8 @@ async fn write_all(
     plan: &selection::Plan,
     rows: RowMaker,
     target: &Target,
-) -> Result<Option<(Vec<FileEntry>, Counts)>> {
+    halt: &CancellationToken,
+) -> Result<Written> {
     let staging = target.staging().to_path_buf();
     let format = &spec.format;
     let mut splits = vec![Split::Train];
@@ -375,8 +402,11 @@ async fn write_all(
 
     let mut done = 0i64;
     for chunk in plan.samples.chunks(BATCH) {
+        if halt.is_cancelled() {
+            return Ok(Written::Halted);
+        }
         if cancel_requested(pool, id).await? {
-            return Ok(None);
+            return Ok(Written::Cancelled);
         }
         let ids: Vec<i64> = chunk.iter().map(|s| s.id).collect();
         let rows = selection::fetch(pool, &ids).await?;
@@ -410,8 +440,8 @@ async fn write_all(
         done += chunk.len() as i64;
         sqlx::query!("UPDATE exports SET rows_done = $2 WHERE id = $1", id, done).execute(pool).await?;
     }
-    let finished = tokio::task::spawn_blocking(move || sink.finish(staging))
+    let (files, counts) = tokio::task::spawn_blocking(move || sink.finish(staging))
         .await
         .map_err(|e| Error::Internal(e.into()))??;
-    Ok(Some(finished))
+    Ok(Written::Files(files, counts))
 }

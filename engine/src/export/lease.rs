@@ -1,5 +1,4 @@
-//! An export job's life in `exports`, one guarded statement per transition, with the lease
-//! discipline of generation samples: a process claims a queued job (or one whose process died:
+//! An export job's life in `exports` as a job (`jobs`), one guarded statement per transition: a process claims a queued job (or one whose process died:
 //! its lease ran out), renews the lease while it writes, and records the end only while it still
 //! holds it. A job whose process died is taken over by the next claimer, or ended (failed after
 //! `max_claims` starts, or cancelled if a user asked) by whoever sees it first.
@@ -13,20 +12,16 @@
 //!                └─────────────────┘
 //! ```
 
+pub use crate::jobs::Claim;
+use crate::jobs::JobTable;
 use crate::Result;
 use domain::export::ExportStatus;
 use sqlx::PgPool;
 use std::time::Duration;
 use uuid::Uuid;
 
-/// A job this process holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Claim {
-    pub id: i64,
-    pub owner: Uuid,
-    /// How many times a process has started it, this one included.
-    pub claims: i32,
-}
+/// Exports as jobs (`jobs`): a held one is `running`; its lease is renewed as every job's is.
+pub const EXPORTS: JobTable = JobTable { table: "exports", held: "running", what: "export" };
 
 /// Claims export `id` if it is queued, or running under a lease that ran out, and has starts
 /// left. `None` when it is finished, held by a live process, or being cancelled.
@@ -79,21 +74,6 @@ pub async fn claim_next(
     .fetch_optional(pool)
     .await?;
     Ok(row.map(|r| Claim { id: r.id, owner, claims: r.claims }))
-}
-
-/// Extends the lease; false when this process no longer holds the job (another took it over
-/// after the lease ran out, or it ended).
-pub async fn renew(pool: &PgPool, claim: &Claim, lease: Duration) -> Result<bool> {
-    let renewed = sqlx::query!(
-        "UPDATE exports SET lease_expires_at = now() + make_interval(secs => $3)
-         WHERE id = $1 AND status = 'running' AND lease_owner = $2",
-        claim.id,
-        claim.owner,
-        lease.as_secs_f64()
-    )
-    .execute(pool)
-    .await?;
-    Ok(renewed.rows_affected() == 1)
 }
 
 /// How a job this process ran ended.

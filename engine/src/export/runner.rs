@@ -1,34 +1,21 @@
-//! Running export jobs in any process (the web server, `draft-studio worker`): claim one, renew
-//! its lease while it writes, record how it ended; end the jobs of processes that died and
-//! remove what they left in the destination. The job's statements are in `lease`; the writing
-//! itself is `job::execute`.
+//! Running export jobs in any process (the web server, `draft-studio worker`): claim one, hold
+//! it while it writes (`jobs::hold` renews its lease), record how it ended; end the jobs of
+//! processes that died and remove what they left in the destination. The job's statements are
+//! in `lease`; the writing itself is `job::execute`.
 
 use super::job::{self, Finished};
 use super::lease::{self, Claim, End};
 use super::Storage;
+use crate::jobs::Held;
 use crate::{Error, Result};
 use domain::export::{ExportSpec, ExportStatus};
 use sqlx::PgPool;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-#[derive(Clone, Debug)]
-pub struct JobOptions {
-    /// How long a job stays leased to a process that stops renewing it. Renewed every third.
-    pub lease: Duration,
-    /// Starts a job gets (a take-over after a crash is one more) before it is failed.
-    pub max_claims: i32,
-    /// How often an idle worker looks for jobs.
-    pub poll: Duration,
-}
-
-impl Default for JobOptions {
-    fn default() -> Self {
-        Self { lease: Duration::from_secs(30), max_claims: 3, poll: Duration::from_secs(2) }
-    }
-}
+/// How export jobs are held and taken over: every job kind's options.
+pub use crate::jobs::JobOptions;
 
 /// Claims export `id` for this process, if it can be claimed now.
 pub async fn claim(pool: &PgPool, id: i64, options: &JobOptions) -> Result<Option<Claim>> {
@@ -89,25 +76,13 @@ pub async fn run_next(
 /// process.
 pub async fn work(pool: PgPool, storage: Arc<Storage>, options: JobOptions, stop: CancellationToken) {
     let owner = Uuid::new_v4();
-    while !stop.is_cancelled() {
-        let idle = match run_next(&pool, &storage, owner, &options, &stop).await {
-            Ok(Some(_)) => false,
-            Ok(None) => true,
-            Err(e) => {
-                tracing::warn!(error = %e, "looking for export jobs failed; trying again");
-                true
-            }
-        };
-        if idle {
-            tokio::select! {
-                _ = stop.cancelled() => {}
-                _ = tokio::time::sleep(options.poll) => {}
-            }
-        }
-    }
+    crate::jobs::poll(&stop, &options, "export", || async {
+        Ok(run_next(&pool, &storage, owner, &options, &stop).await?.is_some())
+    })
+    .await
 }
 
-/// Runs a claimed job while renewing its lease, and records its end.
+/// Runs a claimed job while renewing its lease (`jobs::hold`), and records its end.
 pub async fn carry_out(
     pool: &PgPool,
     storage: &Storage,
@@ -115,36 +90,20 @@ pub async fn carry_out(
     options: &JobOptions,
     stop: Option<&CancellationToken>,
 ) -> Result<ExportStatus> {
-    let work = job::execute(pool, storage, claim.id);
-    tokio::pin!(work);
-    let mut renewal = tokio::time::interval((options.lease / 3).max(Duration::from_millis(100)));
-    renewal.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    renewal.tick().await;
-    let stopping = async {
-        match stop {
-            Some(stop) => stop.cancelled().await,
-            None => std::future::pending().await,
+    let halt = CancellationToken::new();
+    let work = job::execute(pool, storage, claim.id, &halt);
+    let result = match crate::jobs::hold(pool, lease::EXPORTS, claim, options, stop, &halt, work).await {
+        Held::Done(result) => result,
+        // Another process took the job over (this one was away longer than the lease) or it
+        // ended: what was staged belongs to the new owner.
+        Held::LeaseLost => {
+            tracing::warn!(export = claim.id, "lost the export's lease; another process has it now");
+            return lease::status(pool, claim.id).await;
         }
-    };
-    tokio::pin!(stopping);
-    let result = loop {
-        tokio::select! {
-            result = &mut work => break result,
-            _ = renewal.tick() => match lease::renew(pool, &claim, options.lease).await {
-                Ok(true) => {}
-                Ok(false) => {
-                    // Another process took the job over (this one was away longer than the
-                    // lease) or it ended: stop writing; its staging belongs to the new owner.
-                    tracing::warn!(export = claim.id, "lost the export's lease; another process has it now");
-                    return lease::status(pool, claim.id).await;
-                }
-                Err(e) => tracing::warn!(export = claim.id, error = %e, "renewing an export's lease failed; retrying"),
-            },
-            _ = &mut stopping => {
-                lease::release(pool, &claim).await?;
-                tracing::info!(export = claim.id, "export returned to the queue: this process is stopping");
-                return Ok(ExportStatus::Queued);
-            }
+        Held::Stopping => {
+            lease::release(pool, &claim).await?;
+            tracing::info!(export = claim.id, "export returned to the queue: this process is stopping");
+            return Ok(ExportStatus::Queued);
         }
     };
     let (end, status) = match result {
@@ -153,6 +112,8 @@ pub async fn carry_out(
             (End::Completed { location, bytes, manifest }, ExportStatus::Completed)
         }
         Ok(Finished::Cancelled) => (End::Cancelled, ExportStatus::Cancelled),
+        // Only when the hold ended, which `hold` reports as a lost lease or a stop.
+        Ok(Finished::Halted) => return lease::status(pool, claim.id).await,
         Err(e) => {
             let error = if e.is_internal() {
                 tracing::error!(export = claim.id, error = %e, "export failed");

@@ -28,7 +28,7 @@ mod held;
 pub use crate::samples::queue;
 pub mod runs;
 mod spec_window;
-pub mod token_ids;
+pub use crate::samples::token_ids;
 mod worker;
 mod write_back;
 

@@ -1,5 +1,7 @@
-//! Creating runs and changing their course: pause, resume, cancel, and retry passes.
+//! Creating runs (their prompts, settings and draft checked first) and retry passes; the
+//! status transitions themselves (pause, resume, cancel, complete) are `crate::runs`.
 
+pub use crate::runs::{control, Control};
 use crate::samples::{self, create::Rows, query, requeue::Why};
 use crate::vllm::{ChatCall, ChatMessage, ChatRequest, SpecReport, StreamOptions};
 use crate::{acceptance, endpoints, Error, Result};
@@ -350,51 +352,6 @@ async fn check_endpoint(
     })
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Control {
-    Pause,
-    Resume,
-    Cancel,
-}
-
-/// Pauses (no new tries; those in flight finish), resumes, or cancels (tries in flight stop).
-pub async fn control(pool: &PgPool, run_id: i64, action: Control) -> Result<RunStatus> {
-    let current =
-        sqlx::query_scalar!(r#"SELECT status AS "status: RunStatus" FROM runs WHERE id = $1"#, run_id)
-            .fetch_optional(pool)
-            .await?
-            .ok_or(Error::NotFound("run"))?;
-    let next = match (action, current) {
-        (Control::Pause, RunStatus::Running) => RunStatus::Paused,
-        (Control::Resume, RunStatus::Paused) => RunStatus::Running,
-        (Control::Cancel, RunStatus::Running | RunStatus::Paused) => RunStatus::Cancelled,
-        (action, status) => {
-            return Err(Error::conflict(format!(
-                "the run is {}; it cannot be {}",
-                status.as_str(),
-                match action {
-                    Control::Pause => "paused",
-                    Control::Resume => "resumed",
-                    Control::Cancel => "cancelled",
-                }
-            )))
-        }
-    };
-    let updated = sqlx::query!(
-        "UPDATE runs SET status = $3, finished_at = CASE WHEN $3 = 'cancelled'::run_status THEN now() ELSE NULL END
-         WHERE id = $1 AND status = $2",
-        run_id,
-        current as RunStatus,
-        next as RunStatus
-    )
-    .execute(pool)
-    .await?;
-    if updated.rows_affected() == 0 {
-        return Err(Error::conflict("the run changed at the same moment; reload and try again"));
-    }
-    Ok(next)
-}
-
 /// A second pass over a run's failures, with changed settings.
 #[derive(Clone, Debug, Default)]
 pub struct RetryPass {
@@ -483,13 +440,7 @@ pub async fn retry(pool: &PgPool, http: &reqwest::Client, run_id: i64, pass: Ret
     if requeued == 0 {
         return Err(Error::invalid("no sample matches this retry pass"));
     }
-    sqlx::query!(
-        "UPDATE runs SET settings = $2, status = 'running', finished_at = NULL WHERE id = $1",
-        run_id,
-        to_stored(&settings)
-    )
-    .execute(&mut *tx)
-    .await?;
+    crate::runs::restart(&mut tx, run_id, to_stored(&settings)).await?;
     if let Concurrency::Fixed { limit } = settings.concurrency {
         sqlx::query!(
             "UPDATE run_endpoints SET concurrency_limit = $2, limit_reason = 'fixed by the retry pass', limit_changed_at = now()

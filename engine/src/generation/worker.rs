@@ -250,7 +250,7 @@ impl Worker {
                 }
                 None => {}
             }
-            if phase == Phase::Active && queue::complete_if_done(&self.pool, run.id).await? {
+            if phase == Phase::Active && crate::runs::complete_if_done(&self.pool, run.id).await? {
                 tracing::info!(run.id = run.id, "run completed");
             }
         }

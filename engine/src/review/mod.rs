@@ -1,6 +1,7 @@
 //! Review: reviewers judge finished samples.
 //!
-//! - `auto_flags`: flags found from the outcome and the text when a result arrives.
+//! - `auto_flags` (kept in `samples`, which sets them when a result is settled): flags found
+//!   from the outcome and the text when a result arrives.
 //! - `markdown`: the answer rendered and sanitized on the server.
 //! - `reasons`: the configurable list of flag reasons.
 //! - `decisions`: approve / reject / flag with a version check, undo, the audit log.
@@ -11,7 +12,6 @@
 //! - `bulk`: one decision for every sample of a filter (engineers and admins).
 //! - `regenerate`: one sample back to the generation queue with its run's settings.
 
-mod auto_flags;
 pub mod bulk;
 pub mod decisions;
 pub mod detail;
@@ -21,5 +21,5 @@ pub mod queue;
 pub mod reasons;
 pub mod regenerate;
 
-pub use auto_flags::{auto_flags, has_repetition_loop};
+pub use crate::samples::auto_flags::{auto_flags, has_repetition_loop};
 pub use decisions::{decide, undo, DecisionInput};

@@ -1,8 +1,9 @@
-//! Queue mode: "next sample" leases one unreviewed finished sample to one reviewer for a few
-//! minutes (renewed while the page is open), so two reviewers never get the same sample.
-//! Claims use `FOR UPDATE SKIP LOCKED`: two reviewers asking at the same instant each get a
-//! different row without waiting for each other.
+//! Queue mode: "next sample" gives a reviewer the sample they hold, or leases them the next
+//! unreviewed finished one for a few minutes (renewed while the page is open), so two reviewers
+//! never get the same sample; and their progress. The lease's statements are
+//! `samples::review_lease`.
 
+use crate::samples::review_lease;
 use crate::Result;
 use domain::review::QueueProgress;
 use sqlx::PgPool;
@@ -14,92 +15,20 @@ pub const LEASE: Duration = Duration::from_secs(5 * 60);
 /// The sample this reviewer holds already, or the next free one, leased to them. `None` when
 /// nothing is left to review (in `run`, when given).
 pub async fn next(pool: &PgPool, reviewer: i64, run: Option<i64>) -> Result<Option<i64>> {
-    let held = sqlx::query_scalar!(
-        "UPDATE samples SET review_lease_expires = now() + make_interval(secs => $3)
-         WHERE id = (SELECT id FROM samples
-                     WHERE review_lease_owner = $1 AND review_lease_expires > now()
-                       AND review_state = 'unreviewed' AND ($2::bigint IS NULL OR run_id = $2)
-                     ORDER BY id LIMIT 1)
-         RETURNING id",
-        reviewer,
-        run,
-        LEASE.as_secs_f64()
-    )
-    .fetch_optional(pool)
-    .await?;
-    if held.is_some() {
-        return Ok(held);
+    match review_lease::held(pool, reviewer, run, LEASE).await? {
+        Some(held) => Ok(Some(held)),
+        None => review_lease::claim(pool, reviewer, run, LEASE).await,
     }
-    // One statement per case rather than `($2 IS NULL OR run_id = $2)`: PostgreSQL's generic
-    // plan for that form cannot use the per-run queue index, and a run far down the id order
-    // then costs a scan of every unreviewed sample before it (p95 1.3 s at a million samples).
-    let secs = LEASE.as_secs_f64();
-    Ok(match run {
-        Some(run) => {
-            sqlx::query_scalar!(
-                "WITH picked AS (
-                     SELECT id FROM samples
-                     WHERE review_state = 'unreviewed' AND state NOT IN ('pending', 'running') AND run_id = $2
-                       AND (review_lease_owner IS NULL OR review_lease_expires <= now())
-                     ORDER BY run_id, id
-                     LIMIT 1
-                     FOR UPDATE SKIP LOCKED)
-                 UPDATE samples s SET review_lease_owner = $1, review_lease_expires = now() + make_interval(secs => $3)
-                 FROM picked WHERE s.id = picked.id
-                 RETURNING s.id",
-                reviewer,
-                run,
-                secs
-            )
-            .fetch_optional(pool)
-            .await?
-        }
-        None => {
-            sqlx::query_scalar!(
-                "WITH picked AS (
-                     SELECT id FROM samples
-                     WHERE review_state = 'unreviewed' AND state NOT IN ('pending', 'running')
-                       AND (review_lease_owner IS NULL OR review_lease_expires <= now())
-                     ORDER BY id
-                     LIMIT 1
-                     FOR UPDATE SKIP LOCKED)
-                 UPDATE samples s SET review_lease_owner = $1, review_lease_expires = now() + make_interval(secs => $2)
-                 FROM picked WHERE s.id = picked.id
-                 RETURNING s.id",
-                reviewer,
-                secs
-            )
-            .fetch_optional(pool)
-            .await?
-        }
-    })
 }
 
 /// Extends this reviewer's lease on the sample; false when they no longer hold it.
 pub async fn renew(pool: &PgPool, reviewer: i64, sample_id: i64) -> Result<bool> {
-    let renewed = sqlx::query!(
-        "UPDATE samples SET review_lease_expires = now() + make_interval(secs => $3)
-         WHERE id = $2 AND review_lease_owner = $1 AND review_lease_expires > now()",
-        reviewer,
-        sample_id,
-        LEASE.as_secs_f64()
-    )
-    .execute(pool)
-    .await?;
-    Ok(renewed.rows_affected() == 1)
+    review_lease::renew(pool, reviewer, sample_id, LEASE).await
 }
 
 /// Gives the sample back to the queue (the reviewer skipped it or left).
 pub async fn release(pool: &PgPool, reviewer: i64, sample_id: i64) -> Result<bool> {
-    let released = sqlx::query!(
-        "UPDATE samples SET review_lease_owner = NULL, review_lease_expires = NULL
-         WHERE id = $2 AND review_lease_owner = $1",
-        reviewer,
-        sample_id
-    )
-    .execute(pool)
-    .await?;
-    Ok(released.rows_affected() == 1)
+    review_lease::release(pool, reviewer, sample_id).await
 }
 
 /// The reviewer's own progress and what is left.

@@ -49,13 +49,7 @@ pub async fn regenerate(pool: &PgPool, by: &Viewer, sample_id: i64, version: i32
     let outcome = if sample.status == RunStatus::Paused {
         Requeued::WaitsForResume
     } else {
-        // A completed run runs again until this sample is done, as after a retry pass.
-        sqlx::query!(
-            "UPDATE runs SET status = 'running', finished_at = NULL WHERE id = $1 AND status = 'completed'",
-            sample.run_id
-        )
-        .execute(&mut *tx)
-        .await?;
+        crate::runs::reopen(&mut tx, sample.run_id).await?;
         Requeued::Running
     };
     tx.commit().await?;

@@ -1,12 +1,17 @@
 //! A sample's life. Every change of a sample's state is a named transition here, each one
 //! guarded statement (or one statement per sample batch) that says whether it applied:
 //!
+//! - `create`: a run's samples, made with the run (the only insert).
 //! - `queue`: the generation queue — `claim`, `renew_leases`, `reap_expired_leases`, `settle`,
-//!   `fail_unrecorded`, `release`, `unclaim`, `release_all`.
+//!   `fail_unrecorded`, `release`, `unclaim`, `release_all`; `auto_flags` and `token_ids` are
+//!   what `settle` stores beside a result.
 //! - `requeue`: a finished sample back to the queue (a retry pass, a regeneration), its
 //!   decision dropped and logged with the text it applied to.
 //! - `review`: a reviewer's decision, a bulk decision, and undo, each logged with a hash of the
-//!   text it applied to.
+//!   text it applied to; `review_lease`: queue mode's hold of one sample by one reviewer.
+//!
+//! `query` turns a `SampleQuery` ("which samples") into SQL for every place that reads or acts
+//! on a set of samples.
 //!
 //! Callers (generation workers, `generation::runs`, `review::*`) check permissions and explain
 //! refusals; the statements here are the only ones that move a sample. The rule they keep
@@ -28,8 +33,11 @@
 //!                          review_events with the hash of the text it applied to
 //! ```
 
+pub mod auto_flags;
 pub mod create;
 pub mod query;
 pub mod queue;
 pub mod requeue;
 pub mod review;
+pub mod review_lease;
+pub mod token_ids;

@@ -3,7 +3,7 @@
 //! next state and records the try — only if they still hold the lease, so a sample never gets
 //! two results even when a slow worker and its successor both finish.
 
-use crate::generation::token_ids;
+use super::{auto_flags, token_ids};
 use crate::{vllm::TokenIds, Result};
 use domain::{acceptance::SpecDecode, generation::SampleState};
 use sqlx::PgPool;
@@ -237,7 +237,7 @@ pub async fn settle(
     };
     // Review flags found from the result itself (none while the sample goes back to the queue).
     let auto_flags: Vec<String> =
-        crate::review::auto_flags(state, output.reasoning.as_deref(), output.content.as_deref())
+        auto_flags::auto_flags(state, output.reasoning.as_deref(), output.content.as_deref())
             .into_iter()
             .map(String::from)
             .collect();
@@ -404,17 +404,4 @@ pub async fn release_all(pool: &PgPool, worker: Uuid, reason: &str) -> Result<u6
     .execute(pool)
     .await?;
     Ok(released.rows_affected())
-}
-
-/// Marks the run completed once no sample is pending or running.
-pub async fn complete_if_done(pool: &PgPool, run_id: i64) -> Result<bool> {
-    let done = sqlx::query!(
-        "UPDATE runs SET status = 'completed', finished_at = now()
-         WHERE id = $1 AND status = 'running'
-           AND NOT EXISTS (SELECT 1 FROM samples WHERE run_id = $1 AND state IN ('pending', 'running'))",
-        run_id
-    )
-    .execute(pool)
-    .await?;
-    Ok(done.rows_affected() == 1)
 }
