@@ -9,7 +9,7 @@ const draftSimUrl = process.env.E2E_DRAFT_SIM_URL ?? "http://127.0.0.1:3198";
 function seedQuestions(name: string, n: number) {
   sql(`WITH d AS (
          INSERT INTO datasets (name, status, source, format, mapping, rows_imported)
-         VALUES ($q$${name}$q$, 'ready', '{"kind":"test"}', 'jsonl', '{"schema":"openai"}', ${n}) RETURNING id)
+         VALUES ($q$${name}$q$, 'ready', '{"kind":"test"}', 'jsonl', '{"schema":"openai","column":"messages"}', ${n}) RETURNING id)
        INSERT INTO dataset_rows (dataset_id, row_key, messages, content_hash, category, turn_count, prompt_chars)
        SELECT d.id, 'row-' || i,
               jsonb_build_array(jsonb_build_object('role', 'user', 'content',

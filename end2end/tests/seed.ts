@@ -27,7 +27,7 @@ export interface SampleSpec {
 export function seedDataset(name: string, n: number) {
   sql(`WITH d AS (
          INSERT INTO datasets (name, status, source, format, mapping, rows_imported)
-         VALUES (${q(name)}, 'ready', '{"kind":"test"}', 'jsonl', '{"schema":"openai"}', ${n}) RETURNING id)
+         VALUES (${q(name)}, 'ready', '{"kind":"test"}', 'jsonl', '{"schema":"openai","column":"messages"}', ${n}) RETURNING id)
        INSERT INTO dataset_rows (dataset_id, row_key, messages, content_hash, category, turn_count, prompt_chars)
        SELECT d.id, 'row-' || i,
               jsonb_build_array(jsonb_build_object('role', 'user', 'content', 'Explain topic ' || i || ' step by step.')),
@@ -58,7 +58,7 @@ export function seedRun(specs: SampleSpec[], prefix = "e2e-run-"): { run: number
   const run = Number(
     sql(`WITH ds AS (
            INSERT INTO datasets (name, status, source, format, mapping, rows_imported)
-           VALUES (${q(name)}, 'ready', '{"kind":"test"}', 'jsonl', '{"schema":"openai"}', ${specs.length}) RETURNING id)
+           VALUES (${q(name)}, 'ready', '{"kind":"test"}', 'jsonl', '{"schema":"openai","column":"messages"}', ${specs.length}) RETURNING id)
          INSERT INTO runs (name, dataset_id, status, settings, selection, sample_count, finished_at)
          SELECT ${q(name)}, id, 'completed', ${q(settings)}, '{"mode":"all"}', ${specs.length}, now() FROM ds
          RETURNING id`),

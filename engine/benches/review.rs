@@ -8,6 +8,7 @@
 //! shares. Then times, one call after another, the sample list for common filters (full-text
 //! search included), its counts per filter value, queue claims and the sample page's server work
 //! (load + markdown render), and prints p50/p95/max per case.
+#![allow(clippy::unwrap_used)] // Benchmarks may unwrap: a failure there is a failure of the benchmark, with its message.
 
 use domain::{
     generation::SampleState,

@@ -24,6 +24,7 @@
 //! Optional: REAL_VLLM_SPEC_TOKENS (the servers' `num_speculative_tokens`, 3),
 //! REAL_VLLM_TEMPERATURE (0), REAL_VLLM_MAX_TOKENS (96), REAL_VLLM_OTHER_DRAFT (the worse
 //! draft's name in the app, `tiny-perturbed`).
+#![allow(clippy::unwrap_used)] // Examples may unwrap: a failure there is a failure of the example, with its message.
 
 use domain::acceptance::{DraftRef, Pooled, RunAcceptance};
 use domain::generation::{Selection, Thinking};

@@ -16,6 +16,7 @@
 //!   REAL_VLLM_URL=http://127.0.0.1:8011 REAL_VLLM_MODEL_DIR=~/.cache/real-vllm/tiny-model \
 //!   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres \
 //!   cargo run --profile bench -p engine --example real_vllm_export -- [PROMPTS]
+#![allow(clippy::unwrap_used)] // Examples may unwrap: a failure there is a failure of the example, with its message.
 
 use domain::export::*;
 use domain::generation::{Concurrency, SampleState, TurnMode};

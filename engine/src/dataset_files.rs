@@ -1,5 +1,6 @@
 //! Writing dataset files in every supported format (feature `test-support`): used by the
 //! engine's tests and the import benchmark.
+#![allow(clippy::unwrap_used)] // Test fixtures may unwrap: a failure there fails the test that asked for them.
 
 use arrow_json::reader::{infer_json_schema_from_seekable, ReaderBuilder};
 use parquet::arrow::ArrowWriter;

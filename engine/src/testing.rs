@@ -1,6 +1,7 @@
 //! Test fixtures (feature `test-support`): a dataset written straight to the tables, a
 //! simulator, an endpoint for it, and a worker to run. Used by the engine's and the server's
 //! tests; never compiled into the app.
+#![allow(clippy::unwrap_used)] // Test fixtures may unwrap: a failure there fails the test that asked for them.
 
 use crate::{
     generation::{runs, Worker, WorkerOptions},

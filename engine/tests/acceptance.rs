@@ -1,6 +1,7 @@
 //! The draft in the loop against the simulator: per-sample acceptance captured from vLLM's
 //! per-request speculative-decoding figures, evaluation runs of named drafts, the views that
 //! pool and compare them, and curation by acceptance.
+#![allow(clippy::unwrap_used)] // Tests may unwrap: a failure there is a failure of the test, with its message.
 
 use domain::acceptance::{Dimension, DraftRef};
 use domain::generation::{Selection, Thinking};

@@ -1,6 +1,7 @@
 //! A curated set that cannot drift (issue 15): review state follows the text, safe export
 //! defaults with counts of what each filter removed, export jobs that survive a killed process,
 //! and settings stored by an older release.
+#![allow(clippy::unwrap_used)] // Tests may unwrap: a failure there is a failure of the test, with its message.
 
 use domain::export::*;
 use domain::generation::{RunSettings, SampleState};

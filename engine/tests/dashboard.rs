@@ -1,5 +1,6 @@
 //! The run dashboard's figures against a real run on the simulator: counts, rates, history,
 //! bias, alerts, the runs list, and the live hub's one-publisher-per-run sharing.
+#![allow(clippy::unwrap_used)] // Tests may unwrap: a failure there is a failure of the test, with its message.
 
 use domain::{dashboard::AlertKind, generation::RunStatus};
 use engine::{

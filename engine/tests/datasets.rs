@@ -1,5 +1,6 @@
 //! Dataset imports: every format with every schema, bad rows, refused sources, the hub through
 //! a fake hub served by the test, duplicates and cancellation.
+#![allow(clippy::unwrap_used)] // Tests may unwrap: a failure there is a failure of the test, with its message.
 
 use axum::{
     extract::{Path as UrlPath, State},

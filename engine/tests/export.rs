@@ -1,5 +1,6 @@
 //! Exports: selection, formats read back, loss masks on two template styles, manifests,
 //! atomicity (cancel, failure), repeatability, path safety and a real S3-compatible server.
+#![allow(clippy::unwrap_used)] // Tests may unwrap: a failure there is a failure of the test, with its message.
 
 use domain::export::*;
 use domain::generation::SampleState;

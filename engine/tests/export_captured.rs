@@ -1,6 +1,7 @@
 //! Pre-tokenized exports from the server's own token ids: runs generated against the simulator
 //! (which returns `prompt_token_ids` and `token_ids` as vLLM 0.32 does), exported, and each row
 //! compared with the ids the server reported, request by request.
+#![allow(clippy::unwrap_used)] // Tests may unwrap: a failure there is a failure of the test, with its message.
 
 use domain::export::*;
 use domain::generation::TurnMode;

@@ -1,5 +1,6 @@
 //! The generation engine against the vLLM simulator: outcomes, retries, leases, run control
 //! and validation. Outages are in `outages.rs`, the tests judged by timing in `timing.rs`.
+#![allow(clippy::unwrap_used)] // Tests may unwrap: a failure there is a failure of the test, with its message.
 
 use domain::generation::{Concurrency, RunSettings, SampleState, Thinking};
 use engine::generation::runs::{self, Control, RetryPass};

@@ -4,6 +4,7 @@
 //! mid-way, and PostgreSQL itself restarting. Tries cut by an outage are recorded, uncounted.
 //! A sample still fails for a reason of its own. And a database slow to take results holds up
 //! new requests only once a batch of results is waiting.
+#![allow(clippy::unwrap_used)] // Tests may unwrap: a failure there is a failure of the test, with its message.
 
 use domain::generation::Concurrency;
 use engine::testing::*;

@@ -1,5 +1,6 @@
 //! Review: decisions with version checks, undo, the audit log, queue leases, the filtered list
 //! with keyset paging and counts, bulk actions, automatic flags and regeneration.
+#![allow(clippy::unwrap_used)] // Tests may unwrap: a failure there is a failure of the test, with its message.
 
 use domain::{
     generation::{RunSettings, SampleState},

@@ -7,6 +7,7 @@
 //! The reference runs in the Python named by DS_PARITY_PYTHON, which must have the pinned
 //! transformers, jinja2 and tokenizers (scripts/lib.sh: `ensure_parity_python`). Without it the
 //! test fails: a parity test that passes without comparing anything would prove nothing.
+#![allow(clippy::unwrap_used)] // Tests may unwrap: a failure there is a failure of the test, with its message.
 
 use domain::export::Overlong;
 use engine::export::conversation::Conversation;

@@ -4,6 +4,7 @@
 //! stall of that thread reads as a slow refill (CI once saw 63.33 requests held on average
 //! against a floor of 63.4). So they live in their own test binary (cargo runs test binaries
 //! one at a time) and take turns through `ALONE`: each runs with the machine to itself.
+#![allow(clippy::unwrap_used)] // Tests may unwrap: a failure there is a failure of the test, with its message.
 
 use domain::generation::Concurrency;
 use engine::testing::*;

@@ -6,6 +6,7 @@
 //! separate processes, creates a 100,000-sample run, and alternates phases with no dashboard
 //! open and with 50 open through the SSE endpoint (A B A B ...). Reports the run's throughput in
 //! each kind of phase (ratio), and the server's and PostgreSQL's CPU per viewer.
+#![allow(clippy::unwrap_used)] // Benchmarks may unwrap: a failure there is a failure of the benchmark, with its message.
 
 use futures::StreamExt;
 use sqlx::{migrate::MigrateDatabase, PgPool, Postgres};

@@ -1,4 +1,5 @@
 //! Signing in and out, sessions, rate limits and account changes, through the router.
+#![allow(clippy::unwrap_used)] // Tests may unwrap: a failure there is a failure of the test, with its message.
 
 mod support;
 

@@ -2,6 +2,7 @@
 //! wait, decide, export, download), the token rules (shown once, stored hashed, owner's current
 //! role, revoked, expired, disabled), the run event stream with a token, and the OpenAPI
 //! document against the router's routes.
+#![allow(clippy::unwrap_used)] // Tests may unwrap: a failure there is a failure of the test, with its message.
 
 mod support;
 

@@ -1,4 +1,5 @@
 //! Walks every page route and every server function for every role, and anonymously.
+#![allow(clippy::unwrap_used)] // Tests may unwrap: a failure there is a failure of the test, with its message.
 
 mod support;
 

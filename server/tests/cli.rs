@@ -1,6 +1,7 @@
 //! The CLI over the API, end to end: the built binary serves the app, and the binary's `run` and
 //! `export` commands (and the Python example of docs/api.md) drive it with a token against the
 //! simulator; exit codes are checked.
+#![allow(clippy::unwrap_used)] // Tests may unwrap: a failure there is a failure of the test, with its message.
 
 use engine::testing;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};

@@ -1,5 +1,6 @@
 //! The run event stream: guarded like the `runs` server functions, a snapshot as its first
 //! event, and 404 for a run that does not exist.
+#![allow(clippy::unwrap_used)] // Tests may unwrap: a failure there is a failure of the test, with its message.
 
 mod support;
 

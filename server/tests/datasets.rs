@@ -1,5 +1,6 @@
 //! The upload route: a multipart upload is stored and can be imported; one over the limit is
 //! refused with a message naming the limit.
+#![allow(clippy::unwrap_used)] // Tests may unwrap: a failure there is a failure of the test, with its message.
 
 mod support;
 

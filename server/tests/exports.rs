@@ -1,6 +1,7 @@
 //! The export download route: an engineer gets a completed folder export's files byte for byte;
 //! names outside the manifest (traversal included), other roles, S3 and unfinished exports are
 //! refused with a message that says why.
+#![allow(clippy::unwrap_used)] // Tests may unwrap: a failure there is a failure of the test, with its message.
 
 mod support;
 

@@ -1,4 +1,5 @@
 //! Health, metrics, and graceful shutdown of the real binary.
+#![allow(clippy::unwrap_used)] // Tests may unwrap: a failure there is a failure of the test, with its message.
 
 mod support;
 

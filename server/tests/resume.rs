@@ -1,6 +1,7 @@
 //! Crash safety: a worker process killed with SIGKILL at random moments, again and again, and
 //! restarted each time. The run completes; every sample ends in exactly one terminal state; no
 //! finished output is lost or rewritten; no sample has two results.
+#![allow(clippy::unwrap_used)] // Tests may unwrap: a failure there is a failure of the test, with its message.
 
 use engine::testing::*;
 use rand::Rng;

@@ -3,6 +3,7 @@
 //! client does as little as possible, so the figure is the simulator's own cost per token.
 //!
 //! `cargo run --release -p vllm-sim --example unlimited_load -- [stream_interval]`
+#![allow(clippy::unwrap_used)] // Examples may unwrap: a failure there is a failure of the example, with its message.
 
 use serde_json::json;
 use std::time::Instant;

@@ -1,4 +1,5 @@
 //! Wire fidelity of `/v1/chat/completions` and the other OpenAI/vLLM routes.
+#![allow(clippy::unwrap_used)] // Tests may unwrap: a failure there is a failure of the test, with its message.
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! A served speculative-decoding draft: per-request figures on the last chunk (or the body),
 //! `spec_decode` counters in `/metrics`, and acceptance set per prompt text.
+#![allow(clippy::unwrap_used)] // Tests may unwrap: a failure there is a failure of the test, with its message.
 
 mod common;
 

@@ -1,4 +1,5 @@
 //! Aborts on disconnect, injected faults, and outages.
+#![allow(clippy::unwrap_used)] // Tests may unwrap: a failure there is a failure of the test, with its message.
 
 mod common;
 

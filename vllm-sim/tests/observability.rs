@@ -1,4 +1,5 @@
 //! `/metrics`, the time scale, and throughput as a client sees it.
+#![allow(clippy::unwrap_used)] // Tests may unwrap: a failure there is a failure of the test, with its message.
 
 mod common;
 

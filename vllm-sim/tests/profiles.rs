@@ -1,4 +1,5 @@
 //! The `real-vllm-cpu` profile against the sweep of the real server it was calibrated to.
+#![allow(clippy::unwrap_used)] // Tests may unwrap: a failure there is a failure of the test, with its message.
 
 mod common;
 

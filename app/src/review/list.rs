@@ -126,6 +126,9 @@ pub fn ReviewListPage() -> impl IntoView {
                                 let next = p.next.clone().map(|after| format!("/review{}", query_string(&f, &[("after", after)])));
                                 let first = after.get().map(|_| format!("/review{}", query_string(&f, &[])));
                                 let q = query_string(&f, &[]);
+                                // Only runs on a server with a draft have the column's figure;
+                                // the others keep its width for the prompt's preview.
+                                let measured = p.rows.iter().any(|r| r.acceptance.is_some());
                                 view! {
                                     <table class="data samples" data-testid="samples-table">
                                         <thead>
@@ -134,7 +137,7 @@ pub fn ReviewListPage() -> impl IntoView {
                                                 <th>"flags"</th><th>"review"</th><th class="num">"prompt"</th>
                                                 <th class="num">"reasoning"</th><th class="num">"completion"</th>
                                                 <th class="num">"duration"</th>
-                                                <th class="num" title="the draft's acceptance length: tokens per verify step">"accept."</th>
+                                                {measured.then(|| view! { <th class="num" title="the draft's acceptance length: tokens per verify step">"accept."</th> })}
                                                 <th>"prompt text"</th>
                                             </tr>
                                         </thead>
@@ -159,7 +162,7 @@ pub fn ReviewListPage() -> impl IntoView {
                                                         <td class="num">{format::tokens(r.reasoning_tokens)}</td>
                                                         <td class="num">{format::tokens(r.completion_tokens)}</td>
                                                         <td class="num">{format::millis(r.duration_ms)}</td>
-                                                        <td class="num" data-testid="acceptance">{r.acceptance.map_or_else(|| "—".into(), |a| format!("{a:.2}"))}</td>
+                                                        {measured.then(|| view! { <td class="num" data-testid="acceptance">{r.acceptance.map_or_else(|| "—".into(), |a| format!("{a:.2}"))}</td> })}
                                                         <td class="preview">{r.preview.clone()}</td>
                                                     </tr>
                                                 }

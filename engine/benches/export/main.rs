@@ -8,6 +8,7 @@
 //!
 //! Needs PostgreSQL (DATABASE_URL names the server; the benchmark uses its own database
 //! `draft_studio_export_bench`, seeded once per sample count) and `pip install tokenizers`.
+#![allow(clippy::unwrap_used)] // Benchmarks may unwrap: a failure there is a failure of the benchmark, with its message.
 
 #[path = "../common/memory.rs"]
 mod memory;

@@ -35,6 +35,7 @@
 //! (1000), `BENCH_FLAT_PROMPTS` (2000), `BENCH_COST` (1: part 2),
 //! `BENCH_CHECK` (1: exit non-zero unless every server meets the targets: adaptive ≥ 0.98× the
 //! best fixed limit, nothing lost, and on the real server fixed 64 ≥ the plain client at 64).
+#![allow(clippy::unwrap_used)] // Benchmarks may unwrap: a failure there is a failure of the benchmark, with its message.
 
 mod baseline;
 mod sim_process;

@@ -6,6 +6,7 @@
 //!       cargo bench -p engine --bench import -- [ROWS]
 //!
 //! ROWS defaults to 1,000,000. A scratch database `draft_studio_bench_import` is (re)created.
+#![allow(clippy::unwrap_used)] // Benchmarks may unwrap: a failure there is a failure of the benchmark, with its message.
 
 #[path = "../common/memory.rs"]
 mod memory;

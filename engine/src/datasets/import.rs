@@ -196,7 +196,9 @@ impl Job {
     async fn carry_out(self, first: sources::LocalFiles, stop: Option<&CancellationToken>) {
         let (pool, claim, options, halt) =
             (self.pool.clone(), self.claim, self.settings.jobs, self.halt.clone());
-        let held = jobs::hold(&pool, lease::IMPORTS, claim, &options, stop, &halt, self.run(first)).await;
+        let span = tracing::info_span!("import", dataset.id = claim.id, start = claim.claims);
+        let work = tracing::Instrument::instrument(self.run(first), span);
+        let held = jobs::hold(&pool, lease::IMPORTS, claim, &options, stop, &halt, work).await;
         if held == Held::Stopping {
             match lease::release(&pool, &claim).await {
                 Ok(true) => tracing::info!(

@@ -91,7 +91,8 @@ pub async fn carry_out(
     stop: Option<&CancellationToken>,
 ) -> Result<ExportStatus> {
     let halt = CancellationToken::new();
-    let work = job::execute(pool, storage, claim.id, &halt);
+    let span = tracing::info_span!("export", export.id = claim.id, start = claim.claims);
+    let work = tracing::Instrument::instrument(job::execute(pool, storage, claim.id, &halt), span);
     let result = match crate::jobs::hold(pool, lease::EXPORTS, claim, options, stop, &halt, work).await {
         Held::Done(result) => result,
         // Another process took the job over (this one was away longer than the lease) or it

@@ -22,6 +22,7 @@ use std::{
 };
 use tokio::sync::{mpsc, watch};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
+use tracing::Instrument;
 
 /// What the worker wants a run's drivers to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -145,13 +146,19 @@ pub(super) async fn drive(run: Arc<RunContext>, membership: Membership, mut phas
                 let slot = Slot::new(&freed_tx);
                 let (run, endpoint, abort, report_tx) =
                     (run.clone(), endpoint.clone(), abort.clone(), report_tx.clone());
-                tasks.spawn(async move {
-                    let attempt = Attempt { run: &run, endpoint: &endpoint, cancel: &abort, slot: &slot };
-                    let report = attempt.run(sample).await;
-                    drop(slot);
-                    drop(hold);
-                    let _ = report_tx.send(report);
-                });
+                // Every line a try logs says which sample it is (and, from the driver's span,
+                // which run, endpoint and worker).
+                let span = tracing::info_span!("try", sample.id = sample.id);
+                tasks.spawn(
+                    async move {
+                        let attempt = Attempt { run: &run, endpoint: &endpoint, cancel: &abort, slot: &slot };
+                        let report = attempt.run(sample).await;
+                        drop(slot);
+                        drop(hold);
+                        let _ = report_tx.send(report);
+                    }
+                    .instrument(span),
+                );
             }
             membership.set_in_flight(in_flight);
         } else {

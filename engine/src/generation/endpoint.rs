@@ -193,7 +193,8 @@ impl Endpoint {
             evidence: Notify::new(),
             view,
         });
-        tokio::spawn(endpoint.clone().watch(process, earlier, stop));
+        let span = tracing::info_span!("endpoint", endpoint.id = target.id, endpoint.name = %target.name);
+        tokio::spawn(tracing::Instrument::instrument(endpoint.clone().watch(process, earlier, stop), span));
         endpoint
     }
 

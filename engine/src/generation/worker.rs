@@ -22,6 +22,7 @@ use std::{
 };
 use tokio::sync::watch;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
+use tracing::Instrument;
 use uuid::Uuid;
 
 #[derive(Clone, Copy, Debug)]
@@ -304,7 +305,8 @@ impl Worker {
                 }
             };
             let membership = watched.endpoint.join(&settings);
-            tasks.spawn(driver::drive(context.clone(), membership, phase_rx.clone()));
+            let span = tracing::info_span!("drive", run.id = run_id, endpoint.id = *endpoint_id, worker.id = %self.id);
+            tasks.spawn(driver::drive(context.clone(), membership, phase_rx.clone()).instrument(span));
         }
         tracing::info!(run.id = run_id, worker.id = %self.id, endpoints = settings.endpoint_ids.len(), "driving run");
         Ok(Driven { phase, settings, tasks })
