@@ -130,6 +130,9 @@ pub struct Mapping {
     /// The column whose value becomes the row's category (open-perfectblend's `source`).
     #[serde(default)]
     pub category_column: Option<String>,
+    /// The column listing the functions a row offers (`tools`), as a list or a JSON string.
+    #[serde(default)]
+    pub tools_column: Option<String>,
 }
 
 impl Mapping {
@@ -139,6 +142,7 @@ impl Mapping {
             column: schema.default_column().to_string(),
             id_column: None,
             category_column: None,
+            tools_column: None,
         }
     }
 }
@@ -214,6 +218,12 @@ pub struct PreviewRow {
 pub struct Message {
     pub role: String,
     pub content: String,
+    /// The calls an assistant message makes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<crate::conversation::ToolCall>,
+    /// The call a `tool` message answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
 }
 
 /// A line of the datasets list (and the head of the dataset page).

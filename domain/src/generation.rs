@@ -136,6 +136,41 @@ pub struct RunSettings {
     /// a run of weight 2 gets twice the requests of a run of weight 1.
     #[serde(default = "default_weight")]
     pub weight: u32,
+    /// Whether the model must call one of a row's tools, may, or must not (sent only with rows
+    /// that offer tools).
+    #[serde(default)]
+    pub tool_choice: ToolChoice,
+    /// Whether a turn may make several calls. Off, a server constraining a `required` call
+    /// (guided decoding) stops after one: a list of calls has no end a model must reach.
+    #[serde(default = "default_parallel_tool_calls")]
+    pub parallel_tool_calls: bool,
+}
+
+fn default_parallel_tool_calls() -> bool {
+    true
+}
+
+/// OpenAI's `tool_choice` for rows that offer tools.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// The model decides whether to call a tool (the server needs `--enable-auto-tool-choice`).
+    #[default]
+    Auto,
+    /// The model must call a tool; the server constrains its output to a valid call.
+    Required,
+    /// The tools are shown to the model, which answers in text.
+    None,
+}
+
+impl ToolChoice {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Required => "required",
+            Self::None => "none",
+        }
+    }
 }
 
 fn default_weight() -> u32 {
@@ -196,6 +231,8 @@ impl RunSettings {
             max_attempts: Self::DEFAULT_MAX_ATTEMPTS,
             stream_interval: Self::DEFAULT_STREAM_INTERVAL,
             weight: Self::DEFAULT_WEIGHT,
+            tool_choice: ToolChoice::Auto,
+            parallel_tool_calls: true,
         }
     }
 

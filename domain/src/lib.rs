@@ -5,6 +5,7 @@
 
 pub mod acceptance;
 pub mod access;
+pub mod conversation;
 pub mod dashboard;
 pub mod dataset;
 pub mod endpoint;

@@ -430,6 +430,12 @@ pub struct Turn {
     pub role: String,
     pub content: String,
     pub reasoning: Option<String>,
+    /// The calls an assistant turn made.
+    #[serde(default)]
+    pub tool_calls: Vec<crate::conversation::ToolCall>,
+    /// The call a `tool` turn answers.
+    #[serde(default)]
+    pub tool_call_id: Option<String>,
 }
 
 /// One try of a sample, as the sample page lists it.
@@ -489,9 +495,21 @@ pub struct SampleDetail {
     pub reasoning: Option<String>,
     pub answer: Option<String>,
     pub answer_rendered: Option<RenderedText>,
+    /// The calls the generated answer makes.
+    #[serde(default)]
+    pub answer_tool_calls: Vec<crate::conversation::ToolCall>,
+    /// The functions the dataset row offers (`[{"type": "function", ...}]`).
+    #[serde(default)]
+    pub tools: Option<serde_json::Value>,
     pub prompt_tokens: Option<i32>,
     pub completion_tokens: Option<i32>,
+    /// Counted from the token ids when the server gave them (else its own figure); none when
+    /// the split is unknown. So are the answer's and the calls'.
     pub reasoning_tokens: Option<i32>,
+    #[serde(default)]
+    pub answer_tokens: Option<i32>,
+    #[serde(default)]
+    pub tool_call_tokens: Option<i32>,
     pub ttft_ms: Option<i32>,
     pub duration_ms: Option<i32>,
     /// How the server's draft did on the sample, when it runs one and reported it.

@@ -3,7 +3,7 @@
 
 use crate::acceptance::DraftRef;
 use crate::export::ExportSplit;
-use crate::generation::{Concurrency, RunSettings, Selection, Thinking, TurnMode};
+use crate::generation::{Concurrency, RunSettings, Selection, Thinking, ToolChoice, TurnMode};
 use serde::{Deserialize, Serialize};
 
 /// A dataset a run can draw from.
@@ -74,6 +74,12 @@ pub struct RunForm {
     pub thinking_ratio: String,
     /// `last_assistant`, `first_user` or `every_assistant`.
     pub turns: String,
+    /// `auto`, `required` or `none`: for rows that offer tools. Empty reads as `auto`.
+    #[serde(default)]
+    pub tool_choice: String,
+    /// `false` asks for one call per turn at most.
+    #[serde(default = "yes")]
+    pub parallel_tool_calls: bool,
     /// `adaptive` or `fixed`.
     pub concurrency: String,
     pub concurrency_min: String,
@@ -84,6 +90,10 @@ pub struct RunForm {
     pub idle_timeout_secs: String,
     pub deadline_secs: String,
     pub max_attempts: String,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// What a valid form describes.
@@ -143,6 +153,8 @@ impl RunForm {
             thinking: "server_default".into(),
             thinking_ratio: "0.5".into(),
             turns: "last_assistant".into(),
+            tool_choice: ToolChoice::Auto.as_str().into(),
+            parallel_tool_calls: true,
             concurrency: "adaptive".into(),
             concurrency_min: "4".into(),
             concurrency_max: "512".into(),
@@ -235,6 +247,15 @@ impl RunForm {
                 None
             }
         };
+        let tool_choice = match self.tool_choice.trim() {
+            "" | "auto" => Some(ToolChoice::Auto),
+            "required" => Some(ToolChoice::Required),
+            "none" => Some(ToolChoice::None),
+            other => {
+                f.problems.push(format!("the tool choice is `auto`, `required` or `none`, not `{other}`"));
+                None
+            }
+        };
         let concurrency = match self.concurrency.as_str() {
             "adaptive" => {
                 let min = f.required::<u32>(&self.concurrency_min, "the lowest concurrency");
@@ -265,7 +286,8 @@ impl RunForm {
             Some(idle),
             Some(attempts),
             Some(weight),
-        ) = (selection, max_tokens, thinking, turns, concurrency, idle, attempts, weight)
+            Some(tool_choice),
+        ) = (selection, max_tokens, thinking, turns, concurrency, idle, attempts, weight, tool_choice)
         else {
             return Err(problems);
         };
@@ -281,6 +303,8 @@ impl RunForm {
             deadline_secs: deadline,
             max_attempts: attempts,
             weight,
+            tool_choice,
+            parallel_tool_calls: self.parallel_tool_calls,
             ..RunSettings::with_defaults(self.model.trim(), self.endpoint_ids.clone(), max_tokens)
         };
         problems.extend(settings.problems());
@@ -358,6 +382,22 @@ mod tests {
             "{problems:?}"
         );
         assert!(problems.contains(&"fixed concurrency must be at least 1".to_string()), "{problems:?}");
+    }
+
+    #[test]
+    fn the_tool_choice_is_read_and_a_wrong_one_named() {
+        assert_eq!(filled().parse().unwrap().settings.tool_choice, ToolChoice::Auto);
+        assert!(filled().parse().unwrap().settings.parallel_tool_calls);
+        let run = RunForm { tool_choice: "required".into(), parallel_tool_calls: false, ..filled() }
+            .parse()
+            .unwrap();
+        assert_eq!(run.settings.tool_choice, ToolChoice::Required);
+        assert!(!run.settings.parallel_tool_calls);
+        let problems = RunForm { tool_choice: "always".into(), ..filled() }.parse().unwrap_err();
+        assert!(
+            problems.contains(&"the tool choice is `auto`, `required` or `none`, not `always`".to_string()),
+            "{problems:?}"
+        );
     }
 
     #[test]

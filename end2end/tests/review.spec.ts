@@ -1,6 +1,6 @@
 import { Browser, expect, Page, test } from "@playwright/test";
 import { admin, hydrated, login } from "./helpers";
-import { addUser, SampleSpec, seedRun, sql } from "./seed";
+import { addUser, SampleSpec, seedRun, seedToolRun, sql } from "./seed";
 
 function plain(n: number): SampleSpec[] {
   return Array.from({ length: n }, (_, i) => ({
@@ -236,4 +236,41 @@ test("the training view shows which tokens the draft model learns from", async (
   expect(supervised).toContain("6 times 7 is 42.");
   expect(unsupervised).toContain("What is 6 times 7?");
   expect(supervised).not.toContain("What is 6 times 7?");
+});
+
+test("a tool conversation shows its tools, its calls and the source's results", async ({ page }) => {
+  const { run, id } = seedToolRun();
+  await login(page, admin.username, admin.password, `/review/samples/${id}?run=${run}`);
+  await hydrated(page);
+
+  // The tool definitions are folded, and open on a click.
+  const tools = page.getByTestId("tools");
+  await expect(tools).toContainText("Tools offered · get_weather");
+  await expect(tools.locator("pre")).toBeHidden();
+  await tools.locator("summary").click();
+  await expect(tools.locator("pre")).toContainText('"parameters"');
+
+  // Each call: its function's name and its arguments pretty-printed; the history's call first.
+  const calls = page.getByTestId("tool-call");
+  await expect(calls).toHaveCount(2);
+  await expect(page.getByTestId("tool-name")).toHaveText(["get_weather", "lookup_stock"]);
+  await expect(calls.nth(0).getByTestId("tool-arguments")).toHaveText('{\n  "city": "Paris"\n}');
+  await expect(calls.nth(0)).not.toContainText("not a JSON object");
+  // The generated call's arguments are not JSON: shown as written, and marked.
+  await expect(calls.nth(1).getByTestId("tool-arguments")).toHaveText("{ticker: ACME");
+  await expect(calls.nth(1)).toContainText("arguments are not a JSON object");
+
+  // The tool result is the source's, in a monospace block.
+  const result = page.getByTestId("tool-result");
+  await expect(result).toContainText("tool result · from the source");
+  await expect(result).toContainText("answers chatcmpl-tool-a");
+  const block = result.locator("pre");
+  await expect(block).toHaveText('{"temperature": 18, "sky": "clear"}');
+  expect(await block.evaluate((el) => getComputedStyle(el).fontFamily)).toMatch(/mono/i);
+
+  // The automatic flags, and the tokens by span.
+  await expect(page.locator("header.sample-head")).toContainText("bad_tool_arguments");
+  await expect(page.locator("header.sample-head")).toContainText("unknown_tool");
+  await expect(page.getByTestId("tool-call-tokens")).toHaveText("28");
+  await expect(page.getByTestId("answer-tokens")).toHaveText("3");
 });

@@ -139,7 +139,7 @@ async fn main() -> anyhow::Result<()> {
         let turns: Vec<Turn> = serde_json::from_value(messages)?;
         let id = format!("{run}-{key}");
         let assistant: Vec<usize> = (0..turns.len()).filter(|&i| turns[i].role == "assistant").collect();
-        let conversation = Conversation { id: id.clone(), thinking: None, turns: turns.clone() };
+        let conversation = Conversation { id: id.clone(), thinking: None, turns: turns.clone(), tools: None };
         let our_prompts = ours.turn_prompts(&conversation)?;
         for (k, &index) in assistant.iter().enumerate() {
             let row_id = if assistant.len() > 1 { format!("{id}_turn{k}") } else { id.clone() };

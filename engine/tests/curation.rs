@@ -204,6 +204,7 @@ async fn a_failed_try_leaves_no_older_conversation_or_token_ids_current(pool: Pg
             {"role": "assistant", "content": "first answer", "reasoning_content": "first reasoning"}
         ])),
         tokens: Some(vec![TokenIds { prompt: vec![1, 2, 3], completion: vec![4, 5] }]),
+        ..Default::default()
     };
     let ok = TryRecord { result: "ok", ..Default::default() };
     assert!(queue::settle(&pool, id, worker, Next::Finish(SampleState::Ok), answered, ok).await.unwrap());
@@ -217,8 +218,7 @@ async fn a_failed_try_leaves_no_older_conversation_or_token_ids_current(pool: Pg
     let pass = RetryPass { states: vec![SampleState::Ok], ..Default::default() };
     runs::retry(&pool, &http_client(), run, pass).await.unwrap();
     assert_eq!(queue::claim(&pool, run, worker, Duration::from_secs(60), 1).await.unwrap()[0].id, id);
-    let partial =
-        Output { reasoning: Some("second, cut".into()), content: None, messages: None, tokens: None };
+    let partial = Output { reasoning: Some("second, cut".into()), ..Default::default() };
     let failed = TryRecord { result: "error", error: Some("HTTP 500".into()), ..Default::default() };
     assert!(queue::settle(&pool, id, worker, Next::Finish(SampleState::Failed), partial, failed)
         .await

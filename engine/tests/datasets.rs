@@ -331,6 +331,7 @@ async fn a_mapping_given_by_the_user_overrides_detection(pool: PgPool) {
         column: "instruction".into(),
         id_column: Some("uuid".into()),
         category_column: Some("task".into()),
+        tools_column: None,
     };
     let id = import_path(&pool, &env, "magpie", &path, Some(mapping)).await.unwrap();
     let page = store::rows(&pool, id, None, None, 10).await.unwrap();

@@ -25,7 +25,12 @@ fn fixtures() -> PathBuf {
 }
 
 fn turn(role: &str, content: &str, reasoning: Option<&str>) -> Turn {
-    Turn { role: role.into(), content: content.into(), reasoning_content: reasoning.map(str::to_string) }
+    Turn {
+        role: role.into(),
+        content: content.into(),
+        reasoning_content: reasoning.map(str::to_string),
+        ..Turn::default()
+    }
 }
 
 /// The seeded samples: a thinking one, a multi-turn non-thinking one, a truncated one, a
@@ -293,6 +298,7 @@ fn loss_masks_cover_exactly_the_assistant_spans_on_both_templates() {
     let qwen = RowTokenizer::from_dir(&fixtures().join("qwen"), 4096, Overlong::Drop).unwrap();
     let thinking = Conversation {
         id: "t".into(),
+        tools: None,
         thinking: Some(true),
         turns: vec![
             turn("system", "You are a helpful assistant.", None),
@@ -318,6 +324,7 @@ fn loss_masks_cover_exactly_the_assistant_spans_on_both_templates() {
     // the model wrote after that prompt and stays unsupervised.
     let multi = Conversation {
         id: "m".into(),
+        tools: None,
         thinking: Some(false),
         turns: vec![
             turn("user", "What is the capital of France?", None),
@@ -340,6 +347,7 @@ fn loss_masks_cover_exactly_the_assistant_spans_on_both_templates() {
             .unwrap();
     let plain = Conversation {
         id: "l".into(),
+        tools: None,
         thinking: None,
         turns: vec![
             turn("system", "Answer briefly.", None),
@@ -383,6 +391,7 @@ fn an_answer_repeated_in_its_reasoning_is_supervised_whole() {
     let qwen = RowTokenizer::from_dir(&fixtures().join("qwen"), 4096, Overlong::Drop).unwrap();
     let repeated = Conversation {
         id: "r".into(),
+        tools: None,
         thinking: Some(true),
         turns: vec![
             turn("user", "What is 6 times 7?", None),
@@ -405,6 +414,7 @@ fn a_template_that_fails_says_so() {
     let llama = RowTokenizer::from_dir(&fixtures().join("llama"), 4096, Overlong::Drop).unwrap();
     let tool = Conversation {
         id: "x".into(),
+        tools: None,
         thinking: None,
         turns: vec![turn("user", "hi", None), turn("tool", "{}", None), turn("assistant", "ok", None)],
     };

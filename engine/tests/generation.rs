@@ -592,7 +592,7 @@ async fn nul_characters_in_model_output_are_stored_rather_than_refused(pool: sql
         reasoning: Some("think\0ing".into()),
         content: Some("ans\0wer".into()),
         messages: Some(serde_json::json!([{"role": "assistant", "content": "ans\0wer"}])),
-        tokens: None,
+        ..Default::default()
     };
     let record = TryRecord { result: "ok", partial_content: Some("a\0".into()), ..Default::default() };
     let settled = queue::settle(&pool, claimed[0].id, worker, Next::Finish(SampleState::Ok), output, record)

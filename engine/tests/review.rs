@@ -66,10 +66,11 @@ async fn seeded_run(pool: &sqlx::PgPool, specs: &[Spec]) -> (i64, Vec<i64>) {
     let mut ids = Vec::new();
     for (spec, row) in specs.iter().zip(rows) {
         let terminal = spec.state.is_terminal();
-        let auto: Vec<String> = review::auto_flags(spec.state, Some(spec.reasoning), Some(spec.content))
-            .into_iter()
-            .map(String::from)
-            .collect();
+        let auto: Vec<String> =
+            review::auto_flags(spec.state, Some(spec.reasoning), Some(spec.content), false)
+                .into_iter()
+                .map(String::from)
+                .collect();
         let id: i64 = sqlx::query_scalar(
             "INSERT INTO samples (run_id, row_id, state, finish_reason, reasoning, content, messages, prompt_tokens,
                                   completion_tokens, duration_ms, finished_at, auto_flags, lease_owner, lease_expires_at)

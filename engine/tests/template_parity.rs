@@ -57,6 +57,7 @@ fn reference(spec: &Path) -> Value {
 fn conversation(case: &Value) -> Conversation {
     Conversation {
         id: case["id"].as_str().unwrap().to_string(),
+        tools: case.get("tools").filter(|t| !t.is_null()).cloned(),
         thinking: case["thinking"].as_bool(),
         turns: serde_json::from_value::<Vec<Turn>>(case["turns"].clone()).unwrap(),
     }
@@ -81,6 +82,52 @@ fn token(tokenizer: &RowTokenizer, ids: &[u32], at: usize) -> String {
         Some(&id) => format!("{id} {:?}", tokenizer.tokenizer().decode(&[id], false).unwrap_or_default()),
         None => "(end)".into(),
     }
+}
+
+/// Checked apart from the reference (which computes the same definition): no supervised run of
+/// tokens holds a tool result, and the last assistant turn's calls are supervised when the
+/// template writes their arguments (checked by a value of theirs that appears nowhere else).
+fn tool_spans_problem(
+    tokenizer: &RowTokenizer,
+    conversation: &Conversation,
+    ids: &[u32],
+    mask: &[u8],
+) -> Option<String> {
+    let mut runs = Vec::new();
+    let mut start = None;
+    for (i, &m) in mask.iter().chain([&0]).enumerate() {
+        match (m, start) {
+            (1, None) => start = Some(i),
+            (0, Some(s)) => {
+                runs.push(tokenizer.tokenizer().decode(&ids[s..i], false).unwrap_or_default());
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    // A result's text may recur in what the assistant wrote ("it is 14:05"): only more copies in
+    // the supervised runs than the assistant's turns hold means a result was supervised.
+    let written: String = conversation
+        .turns
+        .iter()
+        .filter(|t| t.role == "assistant")
+        .map(|t| format!("{} {}", t.content, t.reasoning_content.as_deref().unwrap_or("")))
+        .collect();
+    for turn in conversation.turns.iter().filter(|t| t.role == "tool") {
+        let copies = |text: &str| text.matches(turn.content.as_str()).count();
+        let supervised: usize = runs.iter().map(|run| copies(run)).sum();
+        if supervised > copies(&written) {
+            return Some(format!("the tool result {:?} is supervised", turn.content));
+        }
+    }
+    let last = conversation.turns.last()?;
+    let marker = last
+        .tool_calls
+        .iter()
+        .find_map(|c| c.parsed_arguments().ok()?.get("unit")?.as_str().map(String::from))?;
+    let whole = tokenizer.tokenizer().decode(ids, false).unwrap_or_default();
+    (whole.contains(&marker) && !runs.iter().any(|run| run.contains(&marker)))
+        .then(|| format!("the last turn's call (`{marker}`) is rendered but not supervised"))
 }
 
 #[test]
@@ -155,6 +202,9 @@ fn rendered_ids_and_masks_equal_transformers() {
             }
             tokens += ids.len();
             supervised += mask.iter().filter(|&&m| m == 1).count();
+            if let Some(problem) = tool_spans_problem(&tokenizer, &conversation, &ids, &mask) {
+                mismatches.push(format!("{label}: {problem}"));
+            }
         }
     }
     println!(

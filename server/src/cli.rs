@@ -86,6 +86,10 @@ pub struct DatasetImport {
     /// The column holding a category (default: detected `category` or `source`).
     #[arg(long)]
     pub category_column: Option<String>,
+    /// The column listing the functions a row offers, as a list or a JSON string (default:
+    /// detected `tools` or `functions`).
+    #[arg(long)]
+    pub tools_column: Option<String>,
 }
 
 fn parse_schema(value: &str) -> Result<domain::dataset::Schema, String> {

@@ -341,6 +341,7 @@ async fn dataset(config: Config, command: DatasetCommand) -> anyhow::Result<()> 
                 column: None,
                 id_column: None,
                 category_column: None,
+                tools_column: None,
             };
             import_dataset(&pool, &settings, import).await
         }
@@ -366,12 +367,16 @@ async fn import_dataset(
         }
         mapping.id_column = import.id_column.clone();
         mapping.category_column = import.category_column.clone();
+        mapping.tools_column = import.tools_column.clone();
         mapping
     });
     anyhow::ensure!(
         mapping.is_some()
-            || (import.column.is_none() && import.id_column.is_none() && import.category_column.is_none()),
-        "--column, --id-column and --category-column need --schema"
+            || (import.column.is_none()
+                && import.id_column.is_none()
+                && import.category_column.is_none()
+                && import.tools_column.is_none()),
+        "--column, --id-column, --category-column and --tools-column need --schema"
     );
     let started = engine::datasets::import::start(
         pool,

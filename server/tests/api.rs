@@ -97,17 +97,37 @@ async fn a_pipeline_runs_end_to_end_with_a_token_only(pool: sqlx::PgPool) {
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
     assert!(body["error"]["message"].as_str().unwrap().contains("max_tokenz"), "{body}");
+    // Tool settings: a wrong choice or a flag that is not true/false is named.
+    for (field, value, named) in [
+        ("tool_choice", json!("sometimes"), "tool choice"),
+        ("parallel_tool_calls", json!("maybe"), "parallel_tool_calls"),
+    ] {
+        let mut run = json!({"name": "r", "dataset_id": dataset, "endpoint_ids": [endpoint], "model": engine::testing::MODEL});
+        run[field] = value;
+        let (status, body) = app.api(Method::POST, "/api/v1/runs", Some(&token), Some(run)).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        assert!(body["error"]["message"].as_str().unwrap().contains(named), "{body}");
+    }
 
     let (status, body) = app
         .api(
             Method::POST,
             "/api/v1/runs",
             Some(&token),
-            Some(json!({"name": "api run", "dataset_id": dataset, "endpoint_ids": [endpoint], "model": engine::testing::MODEL, "max_tokens": 256, "idle_timeout_secs": 5})),
+            Some(json!({"name": "api run", "dataset_id": dataset, "endpoint_ids": [endpoint], "model": engine::testing::MODEL, "max_tokens": 256, "idle_timeout_secs": 5,
+                        "tool_choice": "required", "parallel_tool_calls": "false"})),
         )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let run = body["id"].as_i64().unwrap();
+    let (choice, parallel): (String, bool) = sqlx::query_as(
+        "SELECT settings->>'tool_choice', (settings->>'parallel_tool_calls')::boolean FROM runs WHERE id = $1",
+    )
+    .bind(run)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!((choice.as_str(), parallel), ("required", false), "the CLI's text `false` is read as false");
     let snapshot = poll(&app, &format!("/api/v1/runs/{run}"), &token, |r| r["status"] == "completed").await;
     let counts = &snapshot["counts"];
     let finished: i64 =

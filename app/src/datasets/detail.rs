@@ -168,6 +168,9 @@ fn mapping_text(s: &DatasetSummary) -> String {
     if let Some(c) = &m.category_column {
         text.push_str(&format!(", category from `{c}`"));
     }
+    if let Some(c) = &m.tools_column {
+        text.push_str(&format!(", tools from `{c}`"));
+    }
     text
 }
 

@@ -291,6 +291,9 @@ fn PreviewPanel(
                 <ColumnSelect label="Category column" columns none=Some("(none)")
                     value=Signal::derive(move || current().category_column)
                     on_pick=move |v| { let mut m = current(); m.category_column = v.and_then(optional); mapping.set(Some(m)); }/>
+                <ColumnSelect label="Tools column" columns none=Some("(none)")
+                    value=Signal::derive(move || current().tools_column)
+                    on_pick=move |v| { let mut m = current(); m.tools_column = v.and_then(optional); mapping.set(Some(m)); }/>
                 <button type="button" on:click=move |_| on_apply(current())>"Update preview"</button>
             </div>
             <table class="data ds-compact">

@@ -8,6 +8,7 @@ use super::{
     filter_from, format, keys, query_string,
 };
 use crate::components::time::{exact_utc, RelativeTime};
+use domain::conversation::ToolCall;
 use domain::review::{
     Decision, FlagReason, RenderedText, ReviewEventKind, ReviewEventView, SampleDetail, SampleFilter, Turn,
 };
@@ -314,6 +315,7 @@ fn SampleBody(d: SampleDetail, raw: RwSignal<bool>) -> impl IntoView {
     let flags = d.flags.clone();
     let auto_flags = d.auto_flags.clone();
     let reasoning_tokens = d.reasoning_tokens;
+    let has_calls = !d.answer_tool_calls.is_empty();
     view! {
         <header class="sample-head">
             <h1>"Sample " {d.id}</h1>
@@ -338,6 +340,7 @@ fn SampleBody(d: SampleDetail, raw: RwSignal<bool>) -> impl IntoView {
             </p>
         })}
         <section class="conversation" aria-label="Conversation">
+            {d.tools.clone().map(|tools| view! { <ToolsOffered tools/> })}
             {d.turns.into_iter().map(|t| view! { <TurnView turn=t/> }).collect_view()}
             <div class="turn turn-assistant generated">
                 <div class="role">"assistant · generated"</div>
@@ -347,6 +350,7 @@ fn SampleBody(d: SampleDetail, raw: RwSignal<bool>) -> impl IntoView {
                         <pre class="text">{r}</pre>
                     </details>
                 })}
+                <ToolCalls calls=d.answer_tool_calls.clone()/>
                 <div class="answer-tools">
                     <button class="link" on:click=move |_| raw.update(|r| *r = !*r)>
                         {move || if raw.get() { "Show rendered (v)" } else { "Show raw text (v)" }}
@@ -357,6 +361,7 @@ fn SampleBody(d: SampleDetail, raw: RwSignal<bool>) -> impl IntoView {
                         return view! { <pre class="text" data-testid="answer-raw">{answer_raw.clone()}</pre> }.into_any();
                     }
                     match rendered.clone() {
+                        None if has_calls => view! { <p class="muted" data-testid="answer">"No text beside the calls."</p> }.into_any(),
                         None => view! { <p class="muted" data-testid="answer">"No answer came back."</p> }.into_any(),
                         Some(RenderedText::Html(html)) => view! { <div class="markdown" data-testid="answer" inner_html=html></div> }.into_any(),
                         Some(RenderedText::Plain(text)) => view! {
@@ -374,7 +379,11 @@ fn SampleBody(d: SampleDetail, raw: RwSignal<bool>) -> impl IntoView {
                 <dt>"finish_reason"</dt><dd class="mono">{d.finish_reason.clone().unwrap_or_else(|| "–".into())}</dd>
                 <dt>"prompt tokens"</dt><dd class="num">{format::tokens(d.prompt_tokens)}</dd>
                 <dt>"completion tokens"</dt><dd class="num">{format::tokens(d.completion_tokens)}</dd>
-                <dt>"reasoning tokens"</dt><dd class="num">{format::tokens(d.reasoning_tokens)}</dd>
+                <dt>"reasoning tokens"</dt><dd class="num" data-testid="reasoning-tokens">{format::tokens(d.reasoning_tokens)}</dd>
+                <dt>"answer tokens"</dt><dd class="num" data-testid="answer-tokens">{format::tokens(d.answer_tokens)}</dd>
+                {(d.tool_call_tokens.unwrap_or(0) > 0).then(|| view! {
+                    <dt>"tool-call tokens"</dt><dd class="num" data-testid="tool-call-tokens">{format::tokens(d.tool_call_tokens)}</dd>
+                })}
                 <dt>"time to first token"</dt><dd class="num">{format::millis(d.ttft_ms)}</dd>
                 <dt>"duration"</dt><dd class="num">{format::millis(d.duration_ms)}</dd>
                 <dt>"endpoint"</dt><dd>{d.endpoint.clone().unwrap_or_else(|| "–".into())}</dd>
@@ -435,16 +444,66 @@ fn SampleBody(d: SampleDetail, raw: RwSignal<bool>) -> impl IntoView {
 
 #[component]
 fn TurnView(turn: Turn) -> impl IntoView {
+    if turn.role == "tool" {
+        // Nothing here runs a tool: every result is the dataset row's own.
+        return view! {
+            <div class="turn turn-tool" data-testid="tool-result">
+                <div class="role">"tool result · from the source"
+                    {turn.tool_call_id.map(|id| view! { " · answers " <span class="mono">{id}</span> })}
+                </div>
+                <pre class="text mono">{turn.content}</pre>
+            </div>
+        }
+        .into_any();
+    }
     view! {
         <div class=format!("turn turn-{}", turn.role)>
             <div class="role">{turn.role.clone()}</div>
             {turn.reasoning.filter(|r| !r.is_empty()).map(|r| view! {
                 <details class="reasoning"><summary>"Reasoning"</summary><pre class="text">{r}</pre></details>
             })}
-            <pre class="text">{turn.content}</pre>
+            {(!turn.content.is_empty() || turn.tool_calls.is_empty()).then(|| view! { <pre class="text">{turn.content}</pre> })}
+            <ToolCalls calls=turn.tool_calls/>
         </div>
     }
     .into_any()
+}
+
+/// The functions the conversation offers, folded: they are long and the same on many rows.
+#[component]
+fn ToolsOffered(tools: serde_json::Value) -> impl IntoView {
+    let names = domain::conversation::tool_names(&tools).unwrap_or_default();
+    let pretty = serde_json::to_string_pretty(&tools).unwrap_or_default();
+    view! {
+        <details class="tools-offered" data-testid="tools">
+            <summary>{format!("Tools offered · {}", names.join(", "))}</summary>
+            <pre class="text mono">{pretty}</pre>
+        </details>
+    }
+}
+
+/// Each call as its function's name and its arguments, pretty-printed when they are JSON.
+#[component]
+fn ToolCalls(calls: Vec<ToolCall>) -> impl IntoView {
+    calls
+        .into_iter()
+        .map(|call| {
+            let (arguments, valid) = match call.parsed_arguments() {
+                Ok(object) => (serde_json::to_string_pretty(&object).unwrap_or_default(), true),
+                Err(_) => (call.function.arguments.clone(), false),
+            };
+            view! {
+                <div class="tool-call" data-testid="tool-call">
+                    <div class="tool-call-head">
+                        "calls " <span class="mono tool-name" data-testid="tool-name">{call.function.name.clone()}</span>
+                        <span class="muted mono">" · " {call.id.clone()}</span>
+                        {(!valid).then(|| view! { <span class="badge warn">"arguments are not a JSON object"</span> })}
+                    </div>
+                    <pre class="text mono" data-testid="tool-arguments">{arguments}</pre>
+                </div>
+            }
+        })
+        .collect_view()
 }
 
 #[component]

@@ -316,6 +316,16 @@ fn RunFormView(choices: FormChoices) -> impl IntoView {
                         <Field form label="Share thinking (0–1)" name="thinking_ratio" kind="number" get=|f| &f.thinking_ratio set=|f, v| f.thinking_ratio = v/>
                     </Show>
                 </div>
+                <div class="row" title="Sent only with rows that offer tools (a dataset's tools column)">
+                    <Choice form label="Tool calls" name="tool_choice" get=|f| &f.tool_choice set=|f, v| f.tool_choice = v
+                        options=&[("auto", "auto (the model decides)"), ("required", "required (at least one call)"),
+                                  ("none", "none (answer in text)")]/>
+                    <label class="check">
+                        <input type="checkbox" name="parallel_tool_calls" prop:checked=move || form.with(|f| f.parallel_tool_calls)
+                            on:change=move |ev| form.update(|f| f.parallel_tool_calls = event_target_checked(&ev))/>
+                        " several calls in one turn"
+                    </label>
+                </div>
                 <div class="row">
                     <Choice form label="Concurrency" name="concurrency" get=|f| &f.concurrency set=|f, v| f.concurrency = v
                         options=&[("adaptive", "adaptive (follows the server's load)"), ("fixed", "fixed")]/>

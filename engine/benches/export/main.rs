@@ -244,8 +244,12 @@ async fn compare_tokenizers(pool: &sqlx::PgPool, run: i64, dir: &Path, root: &Pa
             .unwrap();
     let mut texts = Vec::with_capacity(rows.len());
     for (id, messages) in rows {
-        let conversation =
-            Conversation { id, thinking: Some(true), turns: serde_json::from_value(messages).unwrap() };
+        let conversation = Conversation {
+            id,
+            thinking: Some(true),
+            turns: serde_json::from_value(messages).unwrap(),
+            tools: None,
+        };
         texts.push(tokenizer.render(&conversation).unwrap().text);
     }
     let path = root.join("texts.jsonl");

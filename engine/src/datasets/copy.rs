@@ -1,16 +1,21 @@
-//! PostgreSQL COPY text format for normalized rows (`row_key, messages, content_hash,
+//! PostgreSQL COPY text format for normalized rows (`row_key, messages, tools, content_hash,
 //! category, turn_count, prompt_chars`).
 
 use super::normalize::Normalized;
 use std::io::Write;
 
 /// The columns, in the order `encode` writes them.
-pub const COLUMNS: &str = "row_key, messages, content_hash, category, turn_count, prompt_chars";
+pub const COLUMNS: &str = "row_key, messages, tools, content_hash, category, turn_count, prompt_chars";
 
 pub fn encode(row: &Normalized, out: &mut Vec<u8>) {
     escape(row.row_key.as_bytes(), out);
     out.push(b'\t');
     escape(row.messages_json.as_bytes(), out);
+    out.push(b'\t');
+    match &row.tools_json {
+        Some(tools) => escape(tools.as_bytes(), out),
+        None => out.extend_from_slice(b"\\N"),
+    }
     out.extend_from_slice(b"\t\\\\x");
     let start = out.len();
     out.resize(start + 64, 0);

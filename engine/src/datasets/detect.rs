@@ -6,6 +6,8 @@ use domain::dataset::{Mapping, Schema};
 const ID_COLUMNS: &[&str] = &["id", "uuid", "prompt_id", "conversation_id", "sample_id"];
 /// Columns that commonly name a row's category (open-perfectblend's `source`).
 const CATEGORY_COLUMNS: &[&str] = &["category", "source", "task", "subset"];
+/// Columns that list the functions a conversation offers (glaive's `tools`, some sets' `functions`).
+const TOOLS_COLUMNS: &[&str] = &["tools", "functions"];
 /// Plain prompt columns, in order of preference.
 const PROMPT_COLUMNS: &[&str] = &["prompt", "question", "instruction", "input", "query"];
 
@@ -26,6 +28,9 @@ pub fn mapping_for(columns: &[String]) -> Option<Mapping> {
     };
     mapping.id_column = ID_COLUMNS.iter().find(|c| has(c)).map(|c| c.to_string());
     mapping.category_column = CATEGORY_COLUMNS.iter().find(|c| has(c)).map(|c| c.to_string());
+    if matches!(mapping.schema, Schema::Sharegpt | Schema::Openai) {
+        mapping.tools_column = TOOLS_COLUMNS.iter().find(|c| has(c)).map(|c| c.to_string());
+    }
     Some(mapping)
 }
 
@@ -47,7 +52,12 @@ pub fn check(mapping: &Mapping, columns: &[String]) -> Result<(), String> {
             listed()
         ));
     }
-    for (what, column) in [("id", &mapping.id_column), ("category", &mapping.category_column)] {
+    let optional = [
+        ("id", &mapping.id_column),
+        ("category", &mapping.category_column),
+        ("tools", &mapping.tools_column),
+    ];
+    for (what, column) in optional {
         if let Some(column) = column {
             if !has(column) {
                 return Err(format!("the {what} column `{column}` is not in the file; {}", listed()));

@@ -282,7 +282,7 @@ impl Job {
         let mut conn = self.pool.acquire().await?;
         sqlx::query(
             "CREATE TEMP TABLE IF NOT EXISTS import_stage (
-                 row_key text, messages jsonb, content_hash bytea, category text, turn_count int, prompt_chars int
+                 row_key text, messages jsonb, tools jsonb, content_hash bytea, category text, turn_count int, prompt_chars int
              ) ON COMMIT DELETE ROWS",
         )
         .execute(&mut *conn)
@@ -325,8 +325,8 @@ impl Job {
             copy.send(batch.data).await?;
             copy.finish().await?;
             inserted = sqlx::query(
-                "INSERT INTO dataset_rows (dataset_id, row_key, messages, content_hash, category, turn_count, prompt_chars)
-                 SELECT $1, row_key, messages, content_hash, category, turn_count, prompt_chars FROM import_stage
+                "INSERT INTO dataset_rows (dataset_id, row_key, messages, tools, content_hash, category, turn_count, prompt_chars)
+                 SELECT $1, row_key, messages, tools, content_hash, category, turn_count, prompt_chars FROM import_stage
                  ON CONFLICT DO NOTHING",
             )
             .bind(self.id)

@@ -106,7 +106,12 @@ fn preview_row(record: &reader::Record, mapping: Option<&Mapping>) -> PreviewRow
             result: Ok(n
                 .messages
                 .into_iter()
-                .map(|m| Message { role: m.role.to_string(), content: m.content })
+                .map(|m| Message {
+                    role: m.role.to_string(),
+                    content: m.content,
+                    tool_calls: m.tool_calls,
+                    tool_call_id: m.tool_call_id,
+                })
                 .collect()),
             row_key: Some(n.row_key),
             category: n.category,

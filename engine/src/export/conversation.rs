@@ -12,6 +12,8 @@ pub struct Conversation {
     /// Whether the sample was generated with thinking on (`enable_thinking`), if it was set.
     pub thinking: Option<bool>,
     pub turns: Vec<Turn>,
+    /// The functions the conversation offers (`[{"type": "function", ...}]`), when it offers any.
+    pub tools: Option<serde_json::Value>,
 }
 
 /// The exported id: stable across exports (run and dataset row), never a position.
@@ -27,6 +29,7 @@ pub fn from_row(row: FullRow, style: ReasoningStyle) -> Result<Conversation> {
         id: export_id(row.run_id, &row.row_key),
         thinking: row.thinking,
         turns: turns.into_iter().map(|t| styled(t, style)).collect(),
+        tools: row.tools,
     })
 }
 
@@ -35,9 +38,9 @@ fn styled(turn: Turn, style: ReasoningStyle) -> Turn {
     match (style, reasoning) {
         (ReasoningStyle::Field, reasoning) => Turn { reasoning_content: reasoning, ..turn },
         (ReasoningStyle::InlineThink, Some(r)) => Turn {
-            role: turn.role,
             content: format!("<think>\n{}\n</think>\n\n{}", r.trim_matches('\n'), turn.content),
             reasoning_content: None,
+            ..turn
         },
         (_, _) => Turn { reasoning_content: None, ..turn },
     }
@@ -60,6 +63,7 @@ mod tests {
             ]),
             spec_steps: None,
             spec_accepted: None,
+            tools: None,
         }
     }
 

@@ -308,6 +308,9 @@ pub struct FullRow {
     pub spec_steps: Option<i32>,
     #[sqlx(default)]
     pub spec_accepted: Option<i32>,
+    /// The functions its dataset row offers.
+    #[sqlx(default)]
+    pub tools: Option<serde_json::Value>,
 }
 
 impl FullRow {
@@ -324,7 +327,7 @@ impl FullRow {
 /// Reads the conversations of `ids` (one batch of the plan), in id order.
 pub async fn fetch(pool: &PgPool, ids: &[i64]) -> Result<Vec<FullRow>> {
     let rows = sqlx::query_as::<_, FullRow>(
-        "SELECT s.id, s.run_id, r.row_key, s.thinking, s.messages, s.spec_steps, s.spec_accepted \
+        "SELECT s.id, s.run_id, r.row_key, s.thinking, s.messages, s.spec_steps, s.spec_accepted, r.tools \
          FROM samples s JOIN dataset_rows r ON r.id = s.row_id \
          WHERE s.id = ANY($1) AND s.messages IS NOT NULL ORDER BY s.id",
     )

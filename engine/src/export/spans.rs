@@ -72,7 +72,8 @@ pub fn supervise(
 ) -> Result<Supervised> {
     let turns = &conversation.turns;
     let thinking = conversation.thinking;
-    let full = template.render(turns, false, thinking)?;
+    let tools = conversation.tools.as_ref();
+    let full = template.render(turns, tools, false, thinking)?;
     let assistants: Vec<usize> = (0..turns.len()).filter(|&i| turns[i].role == "assistant").collect();
     if let Some(blocks) = full.generation {
         if blocks.len() != assistants.len() {
@@ -99,18 +100,18 @@ pub fn supervise(
         let through = if i + 1 == turns.len() {
             None
         } else {
-            Some(template.render(&turns[..=i], false, thinking)?.text)
+            Some(template.render(&turns[..=i], tools, false, thinking)?.text)
         };
         let through = through.as_deref().unwrap_or(&text);
         if !text.starts_with(through) {
             unsupervised_turns += 1;
             continue;
         }
-        let prompt = template.render(&turns[..i], true, thinking)?.text;
+        let prompt = template.render(&turns[..i], tools, true, thinking)?.text;
         let start = if through.starts_with(&prompt) {
             prompt.len()
         } else {
-            let history = template.render(&turns[..i], false, thinking)?.text;
+            let history = template.render(&turns[..i], tools, false, thinking)?.text;
             if !(prompt.starts_with(&history) && through.starts_with(&history)) {
                 return Err(Error::invalid(format!(
                     "conversation {}: the chat template renders the turns before assistant turn {} \
@@ -150,13 +151,14 @@ mod tests {
     fn conversation(turns: &[(&str, &str)]) -> Conversation {
         Conversation {
             id: "c".into(),
+            tools: None,
             thinking: None,
             turns: turns
                 .iter()
                 .map(|(role, content)| Turn {
                     role: role.to_string(),
                     content: content.to_string(),
-                    reasoning_content: None,
+                    ..Turn::default()
                 })
                 .collect(),
         }

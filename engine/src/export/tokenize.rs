@@ -105,7 +105,10 @@ impl RowTokenizer {
         let turns = &conversation.turns;
         let mut prompts = Vec::new();
         for turn in (1..turns.len()).filter(|&i| turns[i].role == "assistant") {
-            let text = self.template.render(&turns[..turn], true, conversation.thinking)?.text;
+            let text = self
+                .template
+                .render(&turns[..turn], conversation.tools.as_ref(), true, conversation.thinking)?
+                .text;
             prompts.push(TurnPrompt {
                 turn,
                 input_ids: self.encode(&conversation.id, &text)?.get_ids().to_vec(),

@@ -43,6 +43,8 @@ struct SpecForgeRow<'a> {
     id: &'a str,
     conversations: &'a [Turn],
     #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<&'a serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     metadata: Option<RowMetadata>,
 }
 
@@ -50,6 +52,8 @@ struct SpecForgeRow<'a> {
 struct OpenAiRow<'a> {
     id: &'a str,
     messages: &'a [Turn],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<&'a serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     metadata: Option<RowMetadata>,
 }
@@ -99,11 +103,21 @@ impl DataWriter {
                     match layout {
                         Layout::Messages => serde_json::to_writer(
                             &mut *out,
-                            &OpenAiRow { id: &row.id, messages: &row.turns, metadata },
+                            &OpenAiRow {
+                                id: &row.id,
+                                messages: &row.turns,
+                                tools: row.tools.as_ref(),
+                                metadata,
+                            },
                         ),
                         _ => serde_json::to_writer(
                             &mut *out,
-                            &SpecForgeRow { id: &row.id, conversations: &row.turns, metadata },
+                            &SpecForgeRow {
+                                id: &row.id,
+                                conversations: &row.turns,
+                                tools: row.tools.as_ref(),
+                                metadata,
+                            },
                         ),
                     }
                     .map_err(|e| Error::Internal(e.into()))?;
@@ -166,6 +180,9 @@ fn turn_fields() -> Fields {
         Field::new("role", DataType::Utf8, false),
         Field::new("content", DataType::Utf8, false),
         Field::new("reasoning_content", DataType::Utf8, true),
+        // JSON text, as SpecForge stores list and dict fields so Arrow sees one type.
+        Field::new("tool_calls", DataType::Utf8, true),
+        Field::new("tool_call_id", DataType::Utf8, true),
     ])
 }
 
@@ -194,7 +211,14 @@ fn schema(layout: Layout) -> SchemaRef {
     Arc::new(match layout {
         Layout::Conversations | Layout::Messages => {
             let name = if layout == Layout::Messages { "messages" } else { "conversations" };
-            Schema::new(vec![id, Field::new(name, DataType::List(turn_item()), false), acceptance, steps])
+            Schema::new(vec![
+                id,
+                Field::new(name, DataType::List(turn_item()), false),
+                // The functions offered, as JSON text; null without.
+                Field::new("tools", DataType::Utf8, true),
+                acceptance,
+                steps,
+            ])
         }
         Layout::Tokenized => Schema::new(vec![
             id,
@@ -220,10 +244,12 @@ fn conversation_batch(
     metadata: &[Option<RowMetadata>],
 ) -> Result<RecordBatch> {
     let mut ids = StringBuilder::new();
+    let mut tools = StringBuilder::new();
     let mut turns =
         ListBuilder::new(StructBuilder::from_fields(turn_fields(), rows.len() * 3)).with_field(turn_item());
     for row in rows {
         ids.append_value(&row.id);
+        tools.append_option(row.tools.as_ref().map(|t| t.to_string()));
         let structs = turns.values();
         for turn in &row.turns {
             structs.field_builder::<StringBuilder>(0).expect("role").append_value(&turn.role);
@@ -232,12 +258,22 @@ fn conversation_batch(
                 .field_builder::<StringBuilder>(2)
                 .expect("reasoning_content")
                 .append_option(turn.reasoning_content.as_deref());
+            let calls = (!turn.tool_calls.is_empty())
+                .then(|| serde_json::to_string(&turn.tool_calls))
+                .transpose()
+                .map_err(|e| Error::Internal(e.into()))?;
+            structs.field_builder::<StringBuilder>(3).expect("tool_calls").append_option(calls);
+            structs
+                .field_builder::<StringBuilder>(4)
+                .expect("tool_call_id")
+                .append_option(turn.tool_call_id.as_deref());
             structs.append(true);
         }
         turns.append(true);
     }
     let [acceptance, steps] = metadata_columns(metadata);
-    let columns: Vec<ArrayRef> = vec![Arc::new(ids.finish()), Arc::new(turns.finish()), acceptance, steps];
+    let columns: Vec<ArrayRef> =
+        vec![Arc::new(ids.finish()), Arc::new(turns.finish()), Arc::new(tools.finish()), acceptance, steps];
     RecordBatch::try_new(schema, columns).map_err(|e| Error::Internal(e.into()))
 }
 
@@ -270,4 +306,84 @@ fn tokenized_batch(
         steps,
     ];
     RecordBatch::try_new(schema, columns).map_err(|e| Error::Internal(e.into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{Array, ListArray, StringArray, StructArray};
+    use domain::conversation::ToolCall;
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use serde_json::json;
+
+    fn tool_conversation() -> Conversation {
+        let turn = |role: &str, content: &str| Turn {
+            role: role.into(),
+            content: content.into(),
+            ..Turn::default()
+        };
+        Conversation {
+            id: "1-a".into(),
+            thinking: None,
+            turns: vec![
+                turn("user", "weather?"),
+                Turn {
+                    tool_calls: vec![ToolCall::new("c1", "get_weather", "{\"city\": \"Paris\"}")],
+                    ..turn("assistant", "")
+                },
+                Turn { tool_call_id: Some("c1".into()), ..turn("tool", "18 C") },
+                turn("assistant", "18 C."),
+            ],
+            tools: Some(json!([{"type": "function", "function": {"name": "get_weather"}}])),
+        }
+    }
+
+    fn write(layout: Layout, format: FileFormat) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data");
+        let mut writer = DataWriter::create(&path, layout, format).unwrap();
+        writer.write_conversations(&[tool_conversation()], &[None]).unwrap();
+        writer.finish().unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn jsonl_rows_carry_tools_calls_and_results() {
+        for (layout, key) in [(Layout::Conversations, "conversations"), (Layout::Messages, "messages")] {
+            let (_dir, path) = write(layout, FileFormat::Jsonl);
+            let row: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+            assert_eq!(row["tools"][0]["function"]["name"], "get_weather");
+            let call = &row[key][1]["tool_calls"][0];
+            assert_eq!(
+                (call["id"].as_str(), call["type"].as_str(), call["function"]["arguments"].as_str()),
+                (Some("c1"), Some("function"), Some("{\"city\": \"Paris\"}"))
+            );
+            assert_eq!(row[key][2]["tool_call_id"], "c1");
+            // Turns without calls carry no empty fields.
+            assert!(row[key][3].get("tool_calls").is_none());
+        }
+    }
+
+    #[test]
+    fn parquet_rows_carry_tools_and_calls_as_json_text() {
+        let (_dir, path) = write(Layout::Messages, FileFormat::Parquet);
+        let reader =
+            ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap()).unwrap().build().unwrap();
+        let batch = reader.into_iter().next().unwrap().unwrap();
+        let tools =
+            batch.column_by_name("tools").unwrap().as_any().downcast_ref::<StringArray>().unwrap().clone();
+        assert!(tools.value(0).contains("get_weather"));
+        let messages =
+            batch.column_by_name("messages").unwrap().as_any().downcast_ref::<ListArray>().unwrap().clone();
+        let turns = messages.value(0);
+        let turns = turns.as_any().downcast_ref::<StructArray>().unwrap();
+        let calls =
+            turns.column_by_name("tool_calls").unwrap().as_any().downcast_ref::<StringArray>().unwrap();
+        let parsed: Vec<ToolCall> = serde_json::from_str(calls.value(1)).unwrap();
+        assert_eq!(parsed[0].function.name, "get_weather");
+        assert!(calls.is_null(0));
+        let ids =
+            turns.column_by_name("tool_call_id").unwrap().as_any().downcast_ref::<StringArray>().unwrap();
+        assert_eq!(ids.value(2), "c1");
+    }
 }

@@ -12,7 +12,9 @@ use super::{
     write_back::{self, GaveUp},
     RunContext,
 };
-use crate::vllm::{ChatCall, ChatMessage, ChatRequest, Completion, Failure, StreamOptions};
+use crate::samples::auto_flags;
+use crate::vllm::{ChatCall, ChatMessage, ChatRequest, Completion, Failure, SpanCounts, StreamOptions};
+use domain::conversation::{call_problems, tool_names};
 use domain::{acceptance::SpecDecode, generation::SampleState};
 use std::time::Duration;
 use time::OffsetDateTime;
@@ -115,7 +117,8 @@ impl Attempt<'_> {
             }
         };
         let mut history: Vec<ChatMessage> = plan.prefix.clone();
-        let mut turns: Vec<Turn> = plan.prefix.iter().map(as_turn).collect();
+        let mut turns: Vec<Turn> = plan.prefix.iter().map(Turn::sent).collect();
+        let mut found_flags: Vec<&'static str> = Vec::new();
         let mut usage = UsageSum::default();
         let mut first_ttft: Option<Duration> = None;
         let mut last: Option<Completion> = None;
@@ -126,9 +129,25 @@ impl Attempt<'_> {
         let mut outcome = SampleState::Ok;
 
         for step in plan.steps {
-            history.extend(step.iter().cloned());
-            turns.extend(step.iter().map(as_turn));
-            let request = self.request(history.clone(), sample.thinking);
+            let messages = match last.as_ref().map(|c| c.tool_calls.as_slice()) {
+                Some(regenerated) if !step.answers.is_empty() => {
+                    if regenerated.is_empty() {
+                        // The regenerated turn answered in text where the source called tools:
+                        // the source's results answer nothing, so the conversation ends here.
+                        found_flags.push(auto_flags::TOOL_RESULT_MISMATCH);
+                        break;
+                    }
+                    let (messages, matches) = step.answering(regenerated);
+                    if !matches {
+                        found_flags.push(auto_flags::TOOL_RESULT_MISMATCH);
+                    }
+                    messages
+                }
+                _ => step.messages,
+            };
+            history.extend(messages.iter().cloned());
+            turns.extend(messages.iter().map(Turn::sent));
+            let request = self.request(history.clone(), sample.thinking, sample.tools.as_ref());
             let call = ChatCall {
                 idle_timeout: Duration::from_secs(settings.idle_timeout_secs.into()),
                 deadline: settings.deadline_secs.map(|s| Duration::from_secs(s.into())),
@@ -170,16 +189,16 @@ impl Attempt<'_> {
                             });
                             spec_decode =
                                 SpecDecode::sum(spec_decode.iter().chain(completion.spec_decode.figures()));
-                            history.push(ChatMessage {
-                                role: "assistant".into(),
-                                content: completion.content.clone(),
-                            });
+                            let answer = ChatMessage {
+                                tool_calls: completion.tool_calls.clone(),
+                                ..ChatMessage::text("assistant", completion.content.clone())
+                            };
                             turns.push(Turn {
-                                role: "assistant".into(),
-                                content: completion.content.clone(),
                                 reasoning_content: Some(completion.reasoning.clone())
                                     .filter(|r| !r.is_empty()),
+                                ..Turn::sent(&answer)
                             });
+                            history.push(answer);
                             last = Some(completion);
                             outcome = state;
                             if state != SampleState::Ok {
@@ -193,6 +212,11 @@ impl Attempt<'_> {
         }
 
         let last = last.expect("a plan has at least one step");
+        // Checked against the functions the row offers (any name is unknown to a row offering none).
+        let offered = sample.tools.as_ref().map(tool_names).transpose().ok().flatten().unwrap_or_default();
+        let calls: Vec<_> = turns.iter().flat_map(|t| &t.tool_calls).cloned().collect();
+        found_flags.extend(call_problems(&calls, Some(&offered)).into_iter().map(|p| p.flag()));
+        let (reasoning_tokens, answer_tokens, tool_call_tokens) = usage.spans(tokens.is_some());
         let record = TryRecord {
             result: outcome.as_str(),
             endpoint_id: Some(self.endpoint.id),
@@ -200,7 +224,9 @@ impl Attempt<'_> {
             finish_reason: Some(last.finish_reason.clone()),
             prompt_tokens: usage.prompt.map(to_i32),
             completion_tokens: Some(to_i32(usage.completion)),
-            reasoning_tokens: usage.reasoning.map(to_i32),
+            reasoning_tokens: reasoning_tokens.map(to_i32),
+            answer_tokens: answer_tokens.map(to_i32),
+            tool_call_tokens: tool_call_tokens.map(to_i32),
             ttft_ms: first_ttft.map(millis),
             duration_ms: Some(millis(clock.elapsed())),
             spec_decode,
@@ -209,18 +235,28 @@ impl Attempt<'_> {
         let output = Output {
             reasoning: Some(last.reasoning),
             content: Some(last.content),
+            calls_tools: !last.tool_calls.is_empty(),
             messages: Some(serde_json::to_value(&turns).expect("turns serialize")),
             tokens,
+            found_flags,
         };
         let result = TryResult::Finished(outcome);
         self.settle(sample, Next::Finish(outcome), output, record, result, usage.completion).await
     }
 
-    fn request(&self, messages: Vec<ChatMessage>, thinking: Option<bool>) -> ChatRequest {
+    fn request(
+        &self,
+        messages: Vec<ChatMessage>,
+        thinking: Option<bool>,
+        tools: Option<&serde_json::Value>,
+    ) -> ChatRequest {
         let s = &self.run.settings;
         ChatRequest {
             model: s.model.clone(),
             messages,
+            tools: tools.cloned(),
+            tool_choice: tools.map(|_| s.tool_choice.as_str()),
+            parallel_tool_calls: tools.and((!s.parallel_tool_calls).then_some(false)),
             max_tokens: s.max_tokens,
             temperature: s.temperature,
             top_p: s.top_p,
@@ -267,8 +303,7 @@ impl Attempt<'_> {
         let output = Output {
             reasoning: Some(failure.partial.reasoning.clone()).filter(|s| !s.is_empty()),
             content: Some(failure.partial.content.clone()).filter(|s| !s.is_empty()),
-            messages: None,
-            tokens: None,
+            ..Output::default()
         };
         if self.endpoint.judge(&failure).await == Verdict::Outage {
             // Not the sample's fault: back to the queue uncounted, taken again once the
@@ -338,12 +373,21 @@ impl Attempt<'_> {
     }
 }
 
-#[derive(Default)]
+/// What a try's requests used, summed over the turns it generated.
 struct UsageSum {
     /// Prompt tokens of the last request (the longest, for multi-turn conversations).
     prompt: Option<u32>,
     completion: u32,
-    reasoning: Option<u32>,
+    /// The server's `reasoning_tokens`, used only when the ids give no count.
+    server_reasoning: Option<u32>,
+    /// Counted from the ids, while every request so far had them.
+    counted: Option<SpanCounts>,
+}
+
+impl Default for UsageSum {
+    fn default() -> Self {
+        Self { prompt: None, completion: 0, server_reasoning: None, counted: Some(SpanCounts::default()) }
+    }
 }
 
 impl UsageSum {
@@ -352,14 +396,21 @@ impl UsageSum {
             self.prompt = Some(usage.prompt_tokens);
             self.completion += usage.completion_tokens;
             if let Some(r) = usage.reasoning_tokens {
-                self.reasoning = Some(self.reasoning.unwrap_or(0) + r);
+                self.server_reasoning = Some(self.server_reasoning.unwrap_or(0) + r);
             }
         }
+        self.counted = self.counted.zip(completion.span_counts).map(|(sum, this)| sum.add(this));
     }
-}
 
-fn as_turn(message: &ChatMessage) -> Turn {
-    Turn { role: message.role.clone(), content: message.content.clone(), reasoning_content: None }
+    /// Reasoning, answer and call tokens: counted from the ids; without them, the server's
+    /// reasoning figure alone; with ids that could not be split, none (never a wrong one).
+    fn spans(&self, ids_came: bool) -> (Option<u32>, Option<u32>, Option<u32>) {
+        match self.counted {
+            Some(c) if ids_came => (Some(c.reasoning), Some(c.answer), Some(c.tool_calls)),
+            _ if ids_came => (None, None, None),
+            _ => (self.server_reasoning, None, None),
+        }
+    }
 }
 
 fn millis(d: Duration) -> i32 {

@@ -11,6 +11,10 @@ pub fn completion_outcome(completion: &Completion) -> Result<SampleState, &'stat
         "abort" => Err("the server aborted the request"),
         // A truncated answer is an outcome, not an error: retrying would cut it again.
         "length" => Ok(SampleState::Truncated),
+        // A turn that calls a tool is a whole answer (`finish_reason: tool_calls`, or `stop`
+        // from servers that end forced calls so), however little text comes with it.
+        _ if !completion.tool_calls.is_empty() => Ok(SampleState::Ok),
+        "tool_calls" => Err("the server finished with `tool_calls` but sent no call"),
         _ if completion.content.trim().is_empty() => Ok(SampleState::Empty),
         _ => Ok(SampleState::Ok),
     }
@@ -48,11 +52,13 @@ mod tests {
         Completion {
             reasoning: "thinking".into(),
             content: content.into(),
+            tool_calls: Vec::new(),
             finish_reason: finish_reason.into(),
             usage: None,
             ttft: None,
             duration: Duration::ZERO,
             tokens: None,
+            span_counts: None,
             spec_decode: crate::vllm::SpecReport::NotReported,
         }
     }
@@ -69,6 +75,19 @@ mod tests {
         // Unknown reasons are kept as they came; the answer decides.
         assert_eq!(completion_outcome(&completion("repetition", "x")), Ok(SampleState::Ok));
         assert!(completion_outcome(&completion("error", "x")).is_err());
+    }
+
+    #[test]
+    fn a_tool_call_is_a_finished_answer() {
+        let call = domain::conversation::ToolCall::new("c", "get_weather", "{}");
+        let calling = Completion { tool_calls: vec![call], ..completion("tool_calls", "") };
+        assert_eq!(completion_outcome(&calling), Ok(SampleState::Ok));
+        // Cut while writing the call: truncated, as any answer.
+        assert_eq!(
+            completion_outcome(&Completion { finish_reason: "length".into(), ..calling }),
+            Ok(SampleState::Truncated)
+        );
+        assert!(completion_outcome(&completion("tool_calls", "")).is_err());
     }
 
     #[test]

@@ -1,26 +1,91 @@
 //! Turning a dataset row into the requests a sample sends, by turn mode.
 
 use crate::vllm::ChatMessage;
+use domain::conversation::ToolCall;
 use domain::generation::TurnMode;
 use serde::{Deserialize, Serialize};
 
-/// A message of the regenerated conversation, as stored on the sample and exported.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// A message of the regenerated conversation, as stored on the sample and exported. Tool
+/// results (`tool`) always come from the dataset row: nothing here runs a tool.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Turn {
     pub role: String,
+    #[serde(default)]
     pub content: String,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub reasoning_content: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub tool_calls: Vec<ToolCall>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub tool_call_id: Option<String>,
 }
 
-/// What a sample sends: a fixed prefix, then for each step the user turns to append before
+impl Turn {
+    pub fn sent(message: &ChatMessage) -> Self {
+        Turn {
+            role: message.role.clone(),
+            content: message.content.clone(),
+            reasoning_content: None,
+            tool_calls: message.tool_calls.clone(),
+            tool_call_id: message.tool_call_id.clone(),
+        }
+    }
+}
+
+/// What a sample sends: a fixed prefix, then for each step the messages to append before
 /// asking for the next assistant turn.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
     /// The history before the first regenerated turn (system prompt, earlier turns).
     pub prefix: Vec<ChatMessage>,
-    /// For each regenerated assistant turn, the messages that precede it after the last one.
-    pub steps: Vec<Vec<ChatMessage>>,
+    /// One per regenerated assistant turn.
+    pub steps: Vec<Step>,
+}
+
+/// The messages that precede a regenerated assistant turn after the previous one: user turns,
+/// or the source's tool results.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Step {
+    pub messages: Vec<ChatMessage>,
+    /// The calls of the source's assistant turn that these tool results answer: the
+    /// regenerated turn in its place must make the same calls for the results to fit.
+    pub answers: Vec<ToolCall>,
+}
+
+impl Step {
+    fn asking(messages: Vec<ChatMessage>) -> Self {
+        Step { messages, answers: Vec::new() }
+    }
+
+    /// The tool results with their `tool_call_id` moved from the source's calls to the
+    /// regenerated turn's (by position), and whether the regenerated calls still match the
+    /// source's: the same functions, in the same order.
+    pub fn answering(&self, regenerated: &[ToolCall]) -> (Vec<ChatMessage>, bool) {
+        let matches = regenerated.len() == self.answers.len()
+            && regenerated.iter().zip(&self.answers).all(|(a, b)| a.function.name == b.function.name);
+        let messages = self
+            .messages
+            .iter()
+            .map(|m| {
+                let moved = m.tool_call_id.as_ref().and_then(|id| {
+                    let k = self.answers.iter().position(|c| c.id == *id)?;
+                    regenerated.get(k).map(|c| c.id.clone())
+                });
+                ChatMessage { tool_call_id: moved.or_else(|| m.tool_call_id.clone()), ..m.clone() }
+            })
+            .collect();
+        (messages, matches)
+    }
+
+    /// Whether the step starts by answering the previous turn's calls.
+    pub fn has_tool_results(&self) -> bool {
+        self.messages.first().is_some_and(|m| m.role == "tool")
+    }
+}
+
+/// Messages that ask for an assistant turn: a question, or a tool's result.
+fn asks(message: &ChatMessage) -> bool {
+    message.role == "user" || message.role == "tool"
 }
 
 /// Builds the plan, or says why this conversation cannot be sent.
@@ -30,7 +95,7 @@ pub fn plan(source: &serde_json::Value, mode: TurnMode, system_prompt: Option<&s
     // A system prompt in the run settings replaces the row's own, so generation and training
     // render the same prompt.
     let system: Vec<ChatMessage> = match system_prompt.map(str::trim).filter(|s| !s.is_empty()) {
-        Some(prompt) => vec![ChatMessage { role: "system".into(), content: prompt.into() }],
+        Some(prompt) => vec![ChatMessage::text("system", prompt)],
         None => messages.iter().filter(|m| m.role == "system").take(1).cloned().collect(),
     };
     let turns: Vec<ChatMessage> = messages.into_iter().filter(|m| m.role != "system").collect();
@@ -40,35 +105,42 @@ pub fn plan(source: &serde_json::Value, mode: TurnMode, system_prompt: Option<&s
     let plan = match mode {
         TurnMode::FirstUser => {
             let first = turns.into_iter().find(|m| m.role == "user").expect("checked above");
-            Plan { prefix: system, steps: vec![vec![first]] }
+            Plan { prefix: system, steps: vec![Step::asking(vec![first])] }
         }
         TurnMode::LastAssistant => {
             let cut = turns.iter().rposition(|m| m.role == "assistant").unwrap_or(turns.len());
             let mut history: Vec<ChatMessage> = turns[..cut].to_vec();
-            if history.last().is_none_or(|m| m.role != "user") {
-                // A trailing assistant with no user before it: answer the last user turn instead.
-                let last_user = history.iter().rposition(|m| m.role == "user").unwrap_or(0);
-                history.truncate(last_user + 1);
+            if !history.last().is_some_and(asks) {
+                // A trailing assistant with no question before it: answer the last one instead.
+                let last_ask = history.iter().rposition(asks).unwrap_or(0);
+                history.truncate(last_ask + 1);
             }
-            let step = history.pop().expect("ends with a user turn");
+            // The source's calls and their results stay in the prefix together, ids and all.
+            let step = history.pop().expect("ends with a question or a tool result");
             let mut prefix = system;
             prefix.extend(history);
-            Plan { prefix, steps: vec![vec![step]] }
+            Plan { prefix, steps: vec![Step::asking(vec![step])] }
         }
         TurnMode::EveryAssistant => {
             let mut steps = Vec::new();
             let mut pending: Vec<ChatMessage> = Vec::new();
+            // The calls of the source's latest assistant turn, which the next tool results answer.
+            let mut source_calls: Vec<ToolCall> = Vec::new();
             for message in turns {
                 if message.role == "assistant" {
-                    if pending.iter().any(|m| m.role == "user") {
-                        steps.push(std::mem::take(&mut pending));
+                    if pending.iter().any(asks) {
+                        let answers =
+                            if pending[0].role == "tool" { source_calls.clone() } else { Vec::new() };
+                        steps.push(Step { messages: std::mem::take(&mut pending), answers });
                     }
+                    source_calls = message.tool_calls;
                 } else {
                     pending.push(message);
                 }
             }
-            if pending.iter().any(|m| m.role == "user") {
-                steps.push(pending);
+            if pending.iter().any(asks) {
+                let answers = if pending[0].role == "tool" { source_calls } else { Vec::new() };
+                steps.push(Step { messages: pending, answers });
             }
             Plan { prefix: system, steps }
         }
@@ -100,21 +172,24 @@ mod tests {
         let p = plan(&conversation(), TurnMode::LastAssistant, None).unwrap();
         assert_eq!(contents(&p.prefix), ["be brief", "q1", "a1"]);
         assert_eq!(p.steps.len(), 1);
-        assert_eq!(contents(&p.steps[0]), ["q2"]);
+        assert_eq!(contents(&p.steps[0].messages), ["q2"]);
     }
 
     #[test]
     fn first_user_sends_only_the_opening_question() {
         let p = plan(&conversation(), TurnMode::FirstUser, Some("you are terse")).unwrap();
         assert_eq!(contents(&p.prefix), ["you are terse"]);
-        assert_eq!(contents(&p.steps[0]), ["q1"]);
+        assert_eq!(contents(&p.steps[0].messages), ["q1"]);
     }
 
     #[test]
     fn every_assistant_regenerates_each_turn_in_order() {
         let p = plan(&conversation(), TurnMode::EveryAssistant, None).unwrap();
         assert_eq!(contents(&p.prefix), ["be brief"]);
-        assert_eq!(p.steps.iter().map(|s| contents(s)).collect::<Vec<_>>(), [vec!["q1"], vec!["q2"]]);
+        assert_eq!(
+            p.steps.iter().map(|s| contents(&s.messages)).collect::<Vec<_>>(),
+            [vec!["q1"], vec!["q2"]]
+        );
     }
 
     #[test]
@@ -122,7 +197,7 @@ mod tests {
         let source = json!([{"role": "user", "content": "only"}]);
         for mode in [TurnMode::LastAssistant, TurnMode::FirstUser, TurnMode::EveryAssistant] {
             let p = plan(&source, mode, None).unwrap();
-            assert_eq!(contents(&p.steps[0]), ["only"], "{mode:?}");
+            assert_eq!(contents(&p.steps[0].messages), ["only"], "{mode:?}");
         }
     }
 
@@ -133,5 +208,48 @@ mod tests {
         assert!(plan(&json!({"x": 1}), TurnMode::LastAssistant, None)
             .unwrap_err()
             .contains("not [{role, content}]"));
+    }
+
+    fn tool_conversation() -> serde_json::Value {
+        json!([
+            {"role": "user", "content": "weather in Paris and Rome?"},
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"id": "s1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}},
+                {"id": "s2", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Rome\"}"}}]},
+            {"role": "tool", "tool_call_id": "s1", "content": "18 C"},
+            {"role": "tool", "tool_call_id": "s2", "content": "24 C"},
+            {"role": "assistant", "content": "Paris 18 C, Rome 24 C."}
+        ])
+    }
+
+    #[test]
+    fn every_assistant_answers_the_sources_tool_results_with_the_regenerated_ids() {
+        let p = plan(&tool_conversation(), TurnMode::EveryAssistant, None).unwrap();
+        assert_eq!(p.steps.len(), 2);
+        assert!(!p.steps[0].has_tool_results());
+        let results = &p.steps[1];
+        assert!(results.has_tool_results());
+        assert_eq!(results.answers.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), ["s1", "s2"]);
+        let regenerated =
+            [ToolCall::new("g1", "get_weather", "{}"), ToolCall::new("g2", "get_weather", "{}")];
+        let (sent, matches) = results.answering(&regenerated);
+        assert!(matches);
+        assert_eq!(
+            sent.iter().map(|m| m.tool_call_id.as_deref()).collect::<Vec<_>>(),
+            [Some("g1"), Some("g2")]
+        );
+        assert_eq!(contents(&sent), ["18 C", "24 C"]);
+        // Another function, or fewer calls: the source's results no longer fit.
+        assert!(!results.answering(&[ToolCall::new("g1", "get_time", "{}"), regenerated[1].clone()]).1);
+        assert!(!results.answering(&regenerated[..1]).1);
+    }
+
+    #[test]
+    fn last_assistant_answers_after_the_sources_tool_results() {
+        let p = plan(&tool_conversation(), TurnMode::LastAssistant, None).unwrap();
+        assert_eq!(p.prefix.len(), 3);
+        assert_eq!(p.prefix[1].tool_calls.len(), 2);
+        assert_eq!(contents(&p.steps[0].messages), ["24 C"]);
+        assert_eq!(p.steps[0].messages[0].tool_call_id.as_deref(), Some("s2"));
     }
 }

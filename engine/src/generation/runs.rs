@@ -287,7 +287,10 @@ async fn check_draft(
     }
     let probe = ChatRequest {
         model: settings.model.clone(),
-        messages: vec![ChatMessage { role: "user".into(), content: "Count from one to ten.".into() }],
+        messages: vec![ChatMessage::text("user", "Count from one to ten.")],
+        tools: None,
+        tool_choice: None,
+        parallel_tool_calls: None,
         max_tokens: 16,
         temperature: Some(0.0),
         top_p: None,

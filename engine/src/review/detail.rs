@@ -4,6 +4,7 @@ use super::{decisions, markdown};
 use crate::{Error, Result};
 use domain::{
     acceptance::SpecDecode,
+    conversation::ToolCall,
     generation::SampleState,
     review::{
         AttemptView, RegeneratedSince, ReviewEventKind, ReviewEventView, ReviewState, SampleDetail, Turn,
@@ -15,8 +16,8 @@ use sqlx::PgPool;
 pub async fn load(pool: &PgPool, viewer: &Viewer, sample_id: i64) -> Result<SampleDetail> {
     let s = sqlx::query!(
         r#"SELECT s.id, s.run_id, r.name AS run_name, r.settings AS run_settings, d.category, d.row_key,
-                  d.messages AS source, s.messages, s.state AS "state: SampleState", s.thinking, s.finish_reason,
-                  s.reasoning, s.content, s.prompt_tokens, s.completion_tokens, s.reasoning_tokens, s.ttft_ms,
+                  d.messages AS source, d.tools, s.messages, s.state AS "state: SampleState", s.thinking, s.finish_reason,
+                  s.reasoning, s.content, s.prompt_tokens, s.completion_tokens, s.reasoning_tokens, s.answer_tokens, s.tool_call_tokens, s.ttft_ms,
                   s.duration_ms, s.spec_steps, s.spec_accepted, s.spec_drafted, s.spec_tokens, s.spec_histogram,
                   e.name AS "endpoint?", s.error, s.review_state AS "review_state: ReviewState",
                   s.review_version, s.flags, s.auto_flags, s.review_note, ru.username AS "reviewer?", s.reviewed_at,
@@ -62,7 +63,7 @@ pub async fn load(pool: &PgPool, viewer: &Viewer, sample_id: i64) -> Result<Samp
     let events = events(pool, sample_id).await?;
     let regenerated_since = regenerated_since(pool, sample_id).await?;
     let can_undo = decisions::undoable(pool, viewer, sample_id).await?;
-    let turns = turns(s.messages.as_ref(), &s.source);
+    let (turns, answer_tool_calls) = turns(s.messages.as_ref(), &s.source);
     let answer_rendered = s.content.as_deref().filter(|c| !c.trim().is_empty()).map(markdown::render);
     Ok(SampleDetail {
         id: s.id,
@@ -78,9 +79,13 @@ pub async fn load(pool: &PgPool, viewer: &Viewer, sample_id: i64) -> Result<Samp
         reasoning: s.reasoning,
         answer: s.content,
         answer_rendered,
+        answer_tool_calls,
+        tools: s.tools,
         prompt_tokens: s.prompt_tokens,
         completion_tokens: s.completion_tokens,
         reasoning_tokens: s.reasoning_tokens,
+        answer_tokens: s.answer_tokens,
+        tool_call_tokens: s.tool_call_tokens,
         ttft_ms: s.ttft_ms,
         duration_ms: s.duration_ms,
         spec_decode: match (s.spec_steps, s.spec_accepted, s.spec_drafted, s.spec_tokens, s.spec_histogram) {
@@ -166,9 +171,10 @@ pub async fn events(pool: &PgPool, sample_id: i64) -> Result<Vec<ReviewEventView
     .collect())
 }
 
-/// The conversation before the generated answer: the turns as sent (with earlier regenerated
-/// turns and their reasoning), or the dataset row's own when nothing was sent yet.
-fn turns(sent: Option<&serde_json::Value>, source: &serde_json::Value) -> Vec<Turn> {
+/// The conversation before the generated answer (the turns as sent, with earlier regenerated
+/// turns and their reasoning, or the dataset row's own when nothing was sent yet), and the calls
+/// the generated answer makes.
+fn turns(sent: Option<&serde_json::Value>, source: &serde_json::Value) -> (Vec<Turn>, Vec<ToolCall>) {
     #[derive(serde::Deserialize)]
     struct Message {
         role: String,
@@ -176,34 +182,25 @@ fn turns(sent: Option<&serde_json::Value>, source: &serde_json::Value) -> Vec<Tu
         content: Option<String>,
         #[serde(default)]
         reasoning_content: Option<String>,
+        #[serde(default)]
+        tool_calls: Vec<ToolCall>,
+        #[serde(default)]
+        tool_call_id: Option<String>,
     }
-    let parse = |v: &serde_json::Value| -> Vec<Turn> {
-        serde_json::from_value::<Vec<Message>>(v.clone())
-            .unwrap_or_default()
-            .into_iter()
-            .map(|m| Turn {
-                role: m.role,
-                content: m.content.unwrap_or_default(),
-                reasoning: m.reasoning_content,
-            })
-            .collect()
-    };
-    match sent {
-        Some(v) => {
-            let mut turns = parse(v);
-            // The last assistant turn is the generated answer, shown on its own.
-            if turns.last().is_some_and(|t| t.role == "assistant") {
-                turns.pop();
-            }
-            turns
-        }
-        None => {
-            let mut turns = parse(source);
-            // Without a result yet, the row's old answer is not what is under review.
-            if turns.last().is_some_and(|t| t.role == "assistant") {
-                turns.pop();
-            }
-            turns
-        }
-    }
+    let mut turns: Vec<Turn> = serde_json::from_value::<Vec<Message>>(sent.unwrap_or(source).clone())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|m| Turn {
+            role: m.role,
+            content: m.content.unwrap_or_default(),
+            reasoning: m.reasoning_content,
+            tool_calls: m.tool_calls,
+            tool_call_id: m.tool_call_id,
+        })
+        .collect();
+    // The last assistant turn is the generated answer, shown on its own; without a result yet,
+    // the row's old answer is not what is under review.
+    let answer = turns.pop_if(|t| t.role == "assistant");
+    let calls = answer.filter(|_| sent.is_some()).map(|a| a.tool_calls).unwrap_or_default();
+    (turns, calls)
 }

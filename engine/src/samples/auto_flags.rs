@@ -11,9 +11,17 @@ pub const EMPTY_ANSWER: &str = "empty_answer";
 pub const REASONING_ONLY: &str = "reasoning_only";
 pub const REPETITION: &str = "repetition";
 pub const THINK_MARKERS: &str = "think_markers";
+/// A regenerated turn whose calls the source's next tool results no longer answer.
+pub const TOOL_RESULT_MISMATCH: &str = "tool_result_mismatch";
 
-/// The automatic flags for a finished try. Pending or running samples get none.
-pub fn auto_flags(state: SampleState, reasoning: Option<&str>, content: Option<&str>) -> Vec<&'static str> {
+/// The automatic flags for a finished try. Pending or running samples get none. An answer that
+/// calls a tool (`calls_tools`) is not empty for want of text.
+pub fn auto_flags(
+    state: SampleState,
+    reasoning: Option<&str>,
+    content: Option<&str>,
+    calls_tools: bool,
+) -> Vec<&'static str> {
     if !state.is_terminal() {
         return Vec::new();
     }
@@ -26,7 +34,7 @@ pub fn auto_flags(state: SampleState, reasoning: Option<&str>, content: Option<&
     }
     let answer = content.map(str::trim).unwrap_or("");
     let thought = reasoning.map(str::trim).unwrap_or("");
-    if answer.is_empty() {
+    if answer.is_empty() && !calls_tools {
         flags.push(EMPTY_ANSWER);
         if !thought.is_empty() {
             flags.push(REASONING_ONLY);
@@ -102,21 +110,23 @@ mod tests {
 
     #[test]
     fn outcomes_flag_themselves() {
-        assert_eq!(auto_flags(SampleState::Truncated, Some("r"), Some("a")), vec![TRUNCATED]);
-        assert_eq!(auto_flags(SampleState::TimedOut, None, Some("partial")), vec![TIMED_OUT]);
+        assert_eq!(auto_flags(SampleState::Truncated, Some("r"), Some("a"), false), vec![TRUNCATED]);
+        assert_eq!(auto_flags(SampleState::TimedOut, None, Some("partial"), false), vec![TIMED_OUT]);
         assert_eq!(
-            auto_flags(SampleState::Ok, Some("thinking"), Some("The answer is 4.")),
+            auto_flags(SampleState::Ok, Some("thinking"), Some("The answer is 4."), false),
             Vec::<&str>::new()
         );
-        assert!(auto_flags(SampleState::Pending, None, None).is_empty());
-        assert!(auto_flags(SampleState::Running, None, None).is_empty());
+        assert!(auto_flags(SampleState::Pending, None, None, false).is_empty());
+        assert!(auto_flags(SampleState::Running, None, None, false).is_empty());
     }
 
     #[test]
     fn an_empty_answer_and_reasoning_only_are_told_apart() {
-        assert_eq!(auto_flags(SampleState::Empty, None, Some("  ")), vec![EMPTY_ANSWER]);
+        assert_eq!(auto_flags(SampleState::Empty, None, Some("  "), false), vec![EMPTY_ANSWER]);
+        // A turn that only calls a tool has answered.
+        assert!(auto_flags(SampleState::Ok, Some("I should look it up"), Some(""), true).is_empty());
         assert_eq!(
-            auto_flags(SampleState::Truncated, Some("Let me think about it"), None),
+            auto_flags(SampleState::Truncated, Some("Let me think about it"), None, false),
             vec![TRUNCATED, EMPTY_ANSWER, REASONING_ONLY]
         );
     }
@@ -124,12 +134,15 @@ mod tests {
     #[test]
     fn leftover_think_markers_in_the_answer_are_flagged() {
         assert_eq!(
-            auto_flags(SampleState::Ok, None, Some("<think>hmm</think> The answer is 4.")),
+            auto_flags(SampleState::Ok, None, Some("<think>hmm</think> The answer is 4."), false),
             vec![THINK_MARKERS]
         );
-        assert_eq!(auto_flags(SampleState::Ok, None, Some("stray </think> The answer")), vec![THINK_MARKERS]);
+        assert_eq!(
+            auto_flags(SampleState::Ok, None, Some("stray </think> The answer"), false),
+            vec![THINK_MARKERS]
+        );
         // In the reasoning, the markers are not the answer's problem.
-        assert!(auto_flags(SampleState::Ok, Some("<think>x</think>"), Some("4")).is_empty());
+        assert!(auto_flags(SampleState::Ok, Some("<think>x</think>"), Some("4"), false).is_empty());
     }
 
     #[test]
@@ -137,7 +150,7 @@ mod tests {
         let looped = format!("First I add the numbers. {}", "Wait, let me recheck the sum. ".repeat(20));
         assert!(has_repetition_loop(&looped));
         assert_eq!(
-            auto_flags(SampleState::Truncated, Some(&looped), None),
+            auto_flags(SampleState::Truncated, Some(&looped), None, false),
             vec![TRUNCATED, EMPTY_ANSWER, REASONING_ONLY, REPETITION]
         );
         let one_char = format!("The result is {}", "9".repeat(500));

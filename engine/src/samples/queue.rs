@@ -20,6 +20,8 @@ pub struct Claimed {
     pub attempts: i32,
     /// The dataset row's normalized messages: `[{"role","content"}]`.
     pub source: serde_json::Value,
+    /// The functions the row offers (`[{"type": "function", ...}]`), sent as `tools`.
+    pub tools: Option<serde_json::Value>,
 }
 
 pub async fn claim(
@@ -40,7 +42,7 @@ pub async fn claim(
            SET state = 'running', lease_owner = $2, lease_expires_at = now() + make_interval(secs => $3)
            FROM picked, dataset_rows r
            WHERE s.id = picked.id AND r.id = s.row_id
-           RETURNING s.id, s.thinking, s.attempts, r.messages"#,
+           RETURNING s.id, s.thinking, s.attempts, r.messages, r.tools"#,
         run_id,
         worker,
         lease.as_secs_f64(),
@@ -50,7 +52,13 @@ pub async fn claim(
     .await?;
     Ok(rows
         .into_iter()
-        .map(|r| Claimed { id: r.id, thinking: r.thinking, attempts: r.attempts, source: r.messages })
+        .map(|r| Claimed {
+            id: r.id,
+            thinking: r.thinking,
+            attempts: r.attempts,
+            source: r.messages,
+            tools: r.tools,
+        })
         .collect())
 }
 
@@ -104,7 +112,10 @@ pub struct TryRecord {
     pub finish_reason: Option<String>,
     pub prompt_tokens: Option<i32>,
     pub completion_tokens: Option<i32>,
+    /// Counted from the token ids when they came (else the server's figure), as are the next two.
     pub reasoning_tokens: Option<i32>,
+    pub answer_tokens: Option<i32>,
+    pub tool_call_tokens: Option<i32>,
     pub ttft_ms: Option<i32>,
     pub duration_ms: Option<i32>,
     pub partial_reasoning: Option<String>,
@@ -141,9 +152,14 @@ pub struct Output {
     pub reasoning: Option<String>,
     pub content: Option<String>,
     pub messages: Option<serde_json::Value>,
+    /// The answer calls a tool (its text may then be empty).
+    pub calls_tools: bool,
     /// The server's token ids, one entry per request of the try, for an answer; `None` when
     /// the server did not return them (or the try has no answer).
     pub tokens: Option<Vec<TokenIds>>,
+    /// Flags found while generating that the text alone does not show (a generated call that
+    /// the source's tool result no longer answers, arguments that are not JSON).
+    pub found_flags: Vec<&'static str>,
 }
 
 /// Where a counted try leaves the sample.
@@ -236,11 +252,16 @@ pub async fn settle(
         Next::RetryAfter(delay) => (SampleState::Pending, Some(delay.as_secs_f64())),
     };
     // Review flags found from the result itself (none while the sample goes back to the queue).
-    let auto_flags: Vec<String> =
-        auto_flags::auto_flags(state, output.reasoning.as_deref(), output.content.as_deref())
-            .into_iter()
-            .map(String::from)
-            .collect();
+    let auto_flags: Vec<String> = auto_flags::auto_flags(
+        state,
+        output.reasoning.as_deref(),
+        output.content.as_deref(),
+        output.calls_tools,
+    )
+    .into_iter()
+    .chain(output.found_flags.iter().copied().filter(|_| state.is_terminal()))
+    .map(String::from)
+    .collect();
     // An answer records whether the server gave its token ids; a try without one has none.
     let answered = matches!(state, SampleState::Ok | SampleState::Truncated | SampleState::Empty);
     let captured = answered.then_some(output.tokens.is_some());
@@ -259,7 +280,8 @@ pub async fn settle(
                    ttft_ms = $12, duration_ms = $13, endpoint_id = $14, error = $15,
                    finished_at = CASE WHEN $3 = 'pending'::sample_state THEN NULL ELSE now() END,
                    auto_flags = $22, captured_token_ids = $23,
-                   spec_steps = $27, spec_accepted = $28, spec_drafted = $29, spec_tokens = $30, spec_histogram = $31
+                   spec_steps = $27, spec_accepted = $28, spec_drafted = $29, spec_tokens = $30, spec_histogram = $31,
+                   answer_tokens = $32, tool_call_tokens = $33
                WHERE id = $1 AND state = 'running' AND lease_owner = $2
                RETURNING id),
            cleared AS (
@@ -274,9 +296,10 @@ pub async fn settle(
            INSERT INTO sample_attempts (
                sample_id, result, counted, endpoint_id, worker_id, started_at, http_status, error_kind, error,
                finish_reason, prompt_tokens, completion_tokens, reasoning_tokens, ttft_ms, duration_ms,
-               partial_reasoning, partial_content, spec_steps, spec_accepted, spec_drafted, spec_tokens, spec_histogram)
+               partial_reasoning, partial_content, spec_steps, spec_accepted, spec_drafted, spec_tokens, spec_histogram,
+               answer_tokens, tool_call_tokens)
            SELECT id, $16, true, $14, $2, COALESCE($17, now()), $18, $19, $15,
-                  $5, $9, $10, $11, $12, $13, $20, $21, $27, $28, $29, $30, $31
+                  $5, $9, $10, $11, $12, $13, $20, $21, $27, $28, $29, $30, $31, $32, $33
            FROM updated
            RETURNING sample_id"#,
         sample_id,
@@ -310,6 +333,8 @@ pub async fn settle(
         spec.drafted,
         spec.tokens,
         spec.histogram.as_deref(),
+        record.answer_tokens,
+        record.tool_call_tokens,
     )
     .fetch_optional(pool)
     .await?;

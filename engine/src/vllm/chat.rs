@@ -1,8 +1,10 @@
 //! Reading one streamed chat completion: text, finish reason, usage, time to first token, with
 //! an idle timeout between events and an optional overall deadline.
 
-use super::{error_body, wire::Chunk};
+use super::span_counts::{SpanCounter, SpanCounts};
+use super::{error_body, tool_calls::CallAssembler, wire::Chunk};
 use domain::acceptance::SpecDecode;
+use domain::conversation::ToolCall;
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use std::time::{Duration, Instant};
@@ -19,6 +21,8 @@ pub struct Usage {
 pub struct Completion {
     pub reasoning: String,
     pub content: String,
+    /// The calls the answer makes (with `tools` in the request).
+    pub tool_calls: Vec<ToolCall>,
     /// An open set: `stop`, `length`, `tool_calls`, `repetition`, and whatever comes next.
     pub finish_reason: String,
     pub usage: Option<Usage>,
@@ -26,6 +30,9 @@ pub struct Completion {
     pub duration: Duration,
     /// The token ids the server saw and produced, when it reports them.
     pub tokens: Option<TokenIds>,
+    /// The completion's tokens by span, counted from its ids (none without every id, or when a
+    /// chunk's text went to two spans).
+    pub span_counts: Option<SpanCounts>,
     /// What the server said about its speculative-decoding draft on this request.
     pub spec_decode: SpecReport,
 }
@@ -205,6 +212,8 @@ pub(crate) async fn read_stream(
     let mut completion_ids: Vec<u32> = Vec::new();
     let mut ids_complete = true;
     let mut spec_decode = SpecReport::NotReported;
+    let mut calls = CallAssembler::default();
+    let mut spans = SpanCounter::default();
     loop {
         let event = match limits.wait(events.next()).await {
             Err(kind) => return Err(limits.timeout_failure(kind, partial)),
@@ -246,8 +255,13 @@ pub(crate) async fn read_stream(
         for choice in &chunk.choices {
             let reasoning = choice.delta.reasoning_text().unwrap_or("");
             let content = choice.delta.content_text().unwrap_or("");
-            let has_text = !(reasoning.is_empty() && content.is_empty());
+            let has_text =
+                !(reasoning.is_empty() && content.is_empty() && choice.delta.tool_calls.is_empty());
+            for call in &choice.delta.tool_calls {
+                calls.add(call);
+            }
             let new_ids = choice.token_ids.as_deref().map_or(0, <[u32]>::len);
+            spans.chunk(&choice.delta, new_ids);
             match &choice.token_ids {
                 Some(ids) => completion_ids.extend_from_slice(ids),
                 // A chunk that carries text but no ids: the record would have a gap.
@@ -291,10 +305,14 @@ pub(crate) async fn read_stream(
         (Some(finish_reason), true) => Ok(Completion {
             reasoning: partial.reasoning,
             content: partial.content,
+            tool_calls: calls.finish(),
             finish_reason,
             usage: partial.usage,
             ttft: partial.ttft,
             duration: limits.started.elapsed(),
+            span_counts: (ids_complete && !completion_ids.is_empty())
+                .then(|| spans.finish(partial.usage.and_then(|u| u.reasoning_tokens)))
+                .flatten(),
             tokens: prompt_ids
                 .filter(|_| ids_complete)
                 .map(|prompt| TokenIds { prompt, completion: completion_ids }),

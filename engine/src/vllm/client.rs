@@ -269,7 +269,10 @@ mod tests {
         let client = VllmClient::new(http_client(), &serve_stream().await, None).unwrap();
         let request = ChatRequest {
             model: "tiny".into(),
-            messages: vec![crate::vllm::ChatMessage { role: "user".into(), content: "hi".into() }],
+            messages: vec![crate::vllm::ChatMessage::text("user", "hi")],
+            tools: None,
+            tool_choice: None,
+            parallel_tool_calls: None,
             max_tokens: 4,
             temperature: None,
             top_p: None,

@@ -7,9 +7,12 @@ mod chat;
 mod client;
 mod error_body;
 mod load;
+mod span_counts;
+mod tool_calls;
 mod wire;
 
 pub use chat::{Completion, Failure, FailureKind, Partial, Progress, SpecReport, TokenIds, Usage};
 pub use client::{http_client, ChatCall, ServedModel, VllmClient};
 pub use load::{ServerLoad, SpecCounters};
+pub use span_counts::SpanCounts;
 pub use wire::{ChatMessage, ChatRequest, StreamOptions};

@@ -1,12 +1,31 @@
 //! What goes over the wire: the request body and the pieces of responses we read.
 
+use domain::conversation::ToolCall;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
+/// A message as sent: `system`, `user`, `assistant` (with the calls it made) or `tool` (a
+/// call's result).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChatMessage {
     pub role: String,
+    #[serde(default, deserialize_with = "text_or_null")]
     pub content: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl ChatMessage {
+    pub fn text(role: impl Into<String>, content: impl Into<String>) -> Self {
+        Self { role: role.into(), content: content.into(), tool_calls: Vec::new(), tool_call_id: None }
+    }
+}
+
+/// OpenAI writes `"content": null` beside tool calls.
+fn text_or_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(Option::<String>::deserialize(d)?.unwrap_or_default())
 }
 
 /// A `/v1/chat/completions` request. Extras that some servers do not know (`stream_interval`)
@@ -15,6 +34,15 @@ pub struct ChatMessage {
 pub struct ChatRequest {
     pub model: String,
     pub messages: Vec<ChatMessage>,
+    /// The functions the model may call (`[{"type": "function", "function": {...}}]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools: Option<serde_json::Value>,
+    /// `auto`, `required` or `none`; sent only with `tools`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<&'static str>,
+    /// Sent only as `false` (one call per turn), with `tools`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parallel_tool_calls: Option<bool>,
     pub max_tokens: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
@@ -114,6 +142,29 @@ pub(crate) struct Delta<'a> {
     pub reasoning: Option<Text<'a>>,
     #[serde(default, borrow)]
     pub reasoning_content: Option<Text<'a>>,
+    /// Fragments of the calls being written, by `index`.
+    #[serde(default)]
+    pub tool_calls: Vec<ToolCallDelta>,
+}
+
+/// A piece of a streamed call: the first of a call names its `id` and function, the rest
+/// bring pieces of its `arguments`.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct ToolCallDelta {
+    #[serde(default)]
+    pub index: usize,
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub function: Option<FunctionDelta>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct FunctionDelta {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub arguments: Option<String>,
 }
 
 /// A string that borrows from the input unless it holds escapes. (serde never borrows an

@@ -44,18 +44,64 @@ def pin_date(iso):
     chat_template_utils.datetime = Pinned
 
 
+def arguments(text):
+    # As vLLM hands calls to the template (and transformers' docs ask): the arguments as the
+    # object they spell; text that is not a JSON object stays text.
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    return value if isinstance(value, dict) else text
+
+
 def messages(turns):
     out = []
     for t in turns:
         m = {"role": t["role"], "content": t["content"]}
+        if t.get("tool_calls"):
+            m["tool_calls"] = [
+                {"id": c["id"], "type": "function",
+                 "function": {"name": c["function"]["name"], "arguments": arguments(c["function"]["arguments"])}}
+                for c in t["tool_calls"]
+            ]
+        if t.get("tool_call_id") is not None:
+            m["tool_call_id"] = t["tool_call_id"]
         if t.get("reasoning_content") is not None:
             m["reasoning_content"] = t["reasoning_content"]
         out.append(m)
     return out
 
 
-def template_kwargs(thinking):
-    return {} if thinking is None else {"enable_thinking": thinking, "thinking": thinking}
+def served_tools(tools):
+    """The tools as the target's server hands them to its template, which is what the exporter
+    renders: Draft Studio sends a row's tools as serde_json writes them (keys sorted), and vLLM
+    passes each through ChatCompletionToolsParam.model_dump(): type, then function with name,
+    description and parameters (None when absent), strict and defer_loading only when set, other
+    keys dropped (vllm/entrypoints/generate/base/protocol.py, FunctionDefinition). Call arguments
+    keep the order they were written in: both sides parse them from text."""
+    out = []
+    for tool in json.loads(json.dumps(tools, sort_keys=True)):
+        fn = tool.get("function")
+        if fn is None:
+            out.append(tool)
+            continue
+        described = {"name": fn.get("name"), "description": fn.get("description"), "parameters": fn.get("parameters")}
+        for key in ("strict", "defer_loading"):
+            if fn.get(key) is not None:
+                described[key] = fn[key]
+        served = {"type": "function", "function": described}
+        if tool.get("defer_loading") is not None:
+            served["defer_loading"] = tool["defer_loading"]
+        out.append(served)
+    return out
+
+
+def template_kwargs(conversation):
+    thinking = conversation.get("thinking")
+    kwargs = {} if thinking is None else {"enable_thinking": thinking, "thinking": thinking}
+    if conversation.get("tools") is not None:
+        kwargs["tools"] = served_tools(conversation["tools"])
+    return kwargs
 
 
 def has_generation_blocks(template):
@@ -134,7 +180,7 @@ def spans_by_rendering(tokenizer, msgs, kwargs, full):
 
 def reference(tokenizer, conversation):
     msgs = messages(conversation["turns"])
-    kwargs = template_kwargs(conversation.get("thinking"))
+    kwargs = template_kwargs(conversation)
     template = tokenizer.get_chat_template()
     if has_generation_blocks(template):
         out = tokenizer.apply_chat_template(

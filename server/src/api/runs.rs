@@ -88,6 +88,12 @@ pub fn form_from_json(body: serde_json::Value) -> Result<RunForm, ApiError> {
             (Value::String(_), Value::Number(n)) => Value::String(n.to_string()),
             (Value::String(_), Value::Bool(b)) => Value::String(b.to_string()),
             (Value::String(_), Value::Null) => Value::String(String::new()),
+            // The CLI's `--set parallel_tool_calls=false` sends text.
+            (Value::Bool(_), Value::String(text)) => match text.trim() {
+                "true" => Value::Bool(true),
+                "false" => Value::Bool(false),
+                _ => return Err(ApiError::invalid(format!("`{key}` is true or false, not `{text}`"))),
+            },
             (_, value) => value,
         };
     }

@@ -43,4 +43,26 @@ pub struct Delta<'a> {
     pub reasoning: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning_content: Option<&'a str>,
+    /// A piece of the call the answer makes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<[ToolCallDelta<'a>; 1]>,
+}
+
+/// vLLM's streamed call: the first piece names the call's id and function, the others add to
+/// its arguments.
+#[derive(Debug, Serialize)]
+pub struct ToolCallDelta<'a> {
+    pub index: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<&'a str>,
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<&'static str>,
+    pub function: FunctionDelta<'a>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FunctionDelta<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<&'a str>,
+    pub arguments: &'a str,
 }

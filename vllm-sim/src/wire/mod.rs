@@ -7,7 +7,7 @@ mod header;
 mod request;
 mod usage;
 
-pub use chunk::{ChatChunk, ChunkChoice, Delta};
+pub use chunk::{ChatChunk, ChunkChoice, Delta, FunctionDelta, ToolCallDelta};
 pub use completion::{ChatCompletion, Choice, Message};
 pub use error::ErrorBody;
 pub use header::ResponseHeader;

@@ -22,6 +22,10 @@ pub struct ChatRequest {
     pub request_id: Option<String>,
     /// Report the prompt's and the completion's token ids (vLLM 0.10.2 on).
     pub return_token_ids: Option<bool>,
+    /// Functions the model may call: `[{"type": "function", "function": {"name", ...}}]`.
+    pub tools: Option<Vec<Value>>,
+    /// `"auto"` (the default with tools), `"required"` or `"none"`.
+    pub tool_choice: Option<Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -78,6 +82,20 @@ impl ChatMessage {
 }
 
 impl ChatRequest {
+    /// The function this request's answer calls, if any: the first tool offered, when the
+    /// choice is `required`, or `auto` and the last message is a question (after a tool's
+    /// result, the model answers in text, as an agent loop does).
+    pub fn called_tool(&self) -> Option<String> {
+        let name = self.tools.as_ref()?.iter().find_map(|t| {
+            t.get("function").unwrap_or(t).get("name").and_then(Value::as_str).map(str::to_string)
+        })?;
+        match self.tool_choice.as_ref().and_then(Value::as_str).unwrap_or("auto") {
+            "required" => Some(name),
+            "auto" if self.messages.last().is_some_and(|m| m.role == "user") => Some(name),
+            _ => None,
+        }
+    }
+
     /// Thinking is on unless the chat template is told otherwise: `enable_thinking` (Qwen3)
     /// or `thinking` (DeepSeek-V3.1, Kimi-K2, Granite).
     pub fn thinking_enabled(&self) -> bool {

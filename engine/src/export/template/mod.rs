@@ -6,7 +6,9 @@
 //!   `{% generation %}` blocks (see `generation`), `raise_exception`, `strftime_now` (at a fixed
 //!   date, see `strftime`) and transformers' own `tojson`;
 //! - the variables: `messages` (with `thinking` copied from `reasoning_content`, as transformers 5
-//!   does for templates that read it), `tools` and `documents` as none, `add_generation_prompt`,
+//!   does for templates that read it, and each call's `arguments` as the object they spell, as
+//!   vLLM hands them to the template), the conversation's `tools` (none without), `documents` as
+//!   none, `add_generation_prompt`,
 //!   the special tokens of `tokenizer_config.json` (see `config`) and the sample's
 //!   `enable_thinking`/`thinking`, sent at generation as `chat_template_kwargs`;
 //! - Python's spelling where minijinja's differs: printed values, `|string`, `|join`, `|trim`,
@@ -26,7 +28,7 @@ mod tags;
 
 use crate::generation::conversation::Turn;
 use crate::{Error, Result};
-use minijinja::{Environment, ErrorKind, Value};
+use minijinja::{value::ValueKind, Environment, ErrorKind, Value};
 use serde::Serialize;
 use std::ops::Range;
 use std::path::Path;
@@ -57,8 +59,74 @@ struct Message<'a> {
     thinking: Option<&'a str>,
     role: &'a str,
     content: &'a str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<Call<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning_content: Option<&'a str>,
+}
+
+/// A call as templates read it (`tool_call.function.arguments | tojson`, `arguments.items()`):
+/// vLLM parses the API's JSON-string arguments into an object before rendering (`json.loads`,
+/// keys in the order the call wrote them), and so does the exporter, into the template's own
+/// ordered map; arguments that are not a JSON object stay the text they are.
+#[derive(Serialize)]
+struct Call<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: CallFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct CallFunction<'a> {
+    name: &'a str,
+    arguments: Value,
+}
+
+impl<'a> Call<'a> {
+    fn of(call: &'a domain::conversation::ToolCall) -> Self {
+        let text = &call.function.arguments;
+        let arguments = match call
+            .parsed_arguments()
+            .and_then(|_| serde_json::from_str::<Value>(text).map_err(|e| e.to_string()))
+        {
+            Ok(object) => object,
+            Err(_) => Value::from(text.clone()),
+        };
+        Call {
+            id: &call.id,
+            kind: "function",
+            function: CallFunction { name: &call.function.name, arguments },
+        }
+    }
+}
+
+/// The tools as vLLM hands them to a chat template (`ChatCompletionToolsParam.model_dump()`):
+/// each `{"type", "function": {"name", "description", "parameters", "strict"?, "defer_loading"?},
+/// "defer_loading"?}` in that order, `description` and `parameters` null when absent, `strict` and
+/// `defer_loading` only when set, other keys dropped; `parameters` as the request sent them
+/// (serde_json writes keys sorted, and so does this). Rendering the row's own key order put our
+/// prompt out of step with the real server's on every row (vLLM 0.32, `scripts/real-vllm-tools.sh`).
+fn served_tools(tools: &serde_json::Value) -> Value {
+    let Some(list) = tools.as_array() else { return Value::from_serialize(tools) };
+    let field = |v: Option<&serde_json::Value>| v.map_or(Value::from(()), Value::from_serialize);
+    let set = |v: Option<&serde_json::Value>| v.filter(|v| !v.is_null()).map(Value::from_serialize);
+    Value::from_iter(list.iter().map(|tool| {
+        let Some(function) = tool.get("function") else { return Value::from_serialize(tool) };
+        let mut described: Vec<(&str, Value)> = vec![
+            ("name", field(function.get("name"))),
+            ("description", field(function.get("description"))),
+            ("parameters", field(function.get("parameters"))),
+        ];
+        for key in ["strict", "defer_loading"] {
+            described.extend(set(function.get(key)).map(|v| (key, v)));
+        }
+        let mut served = vec![("type", Value::from("function")), ("function", Value::from_iter(described))];
+        served.extend(set(tool.get("defer_loading")).map(|v| ("defer_loading", v)));
+        Value::from_iter(served)
+    }))
 }
 
 /// The chat template's source text in a tokenizer folder, as `ChatTemplate::from_dir` reads it.
@@ -96,6 +164,12 @@ impl ChatTemplate {
             let text = python::py_str(value)?;
             out.write_str(&text).map_err(|_| minijinja::Error::new(ErrorKind::WriteFailure, "writing failed"))
         });
+        // Python's `x is iterable` (`iter(x)` works): not none, a number or a boolean; undefined
+        // is (jinja2's iterates as empty). minijinja's own test says yes to none, which broke
+        // Hermes' `tools is iterable and tools | length > 0` for a conversation without tools.
+        env.add_test("iterable", |value: &Value| {
+            !matches!(value.kind(), ValueKind::None | ValueKind::Number | ValueKind::Bool)
+        });
         env.add_filter("tojson", python::tojson_filter);
         env.add_filter("string", |value: &Value| python::py_str(value));
         env.add_filter("trim", methods::trim_filter);
@@ -128,11 +202,12 @@ impl ChatTemplate {
         self.date
     }
 
-    /// Renders `turns`; `thinking` is passed as `enable_thinking` and `thinking`, as the
-    /// generation request's `chat_template_kwargs` sent it.
+    /// Renders `turns` offering `tools`; `thinking` is passed as `enable_thinking` and
+    /// `thinking`, as the generation request's `chat_template_kwargs` sent it.
     pub fn render(
         &self,
         turns: &[Turn],
+        tools: Option<&serde_json::Value>,
         add_generation_prompt: bool,
         thinking: Option<bool>,
     ) -> Result<Rendered> {
@@ -154,10 +229,15 @@ impl ChatTemplate {
                 thinking: t.reasoning_content.as_deref(),
                 role: &t.role,
                 content: &t.content,
+                tool_calls: t.tool_calls.iter().map(Call::of).collect(),
+                tool_call_id: t.tool_call_id.as_deref(),
                 reasoning_content: t.reasoning_content.as_deref(),
             })
             .collect();
         let mut ctx = self.base.clone();
+        if let Some(tools) = tools {
+            ctx.push(("tools".into(), served_tools(tools)));
+        }
         if let Some(on) = thinking {
             ctx.push(("enable_thinking".into(), Value::from(on)));
             ctx.push(("thinking".into(), Value::from(on)));
@@ -184,12 +264,23 @@ mod tests {
     use time::macros::date;
 
     fn turn(role: &str, content: &str, reasoning: Option<&str>) -> Turn {
-        Turn { role: role.into(), content: content.into(), reasoning_content: reasoning.map(str::to_string) }
+        Turn {
+            role: role.into(),
+            content: content.into(),
+            reasoning_content: reasoning.map(str::to_string),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
     }
 
     fn render(source: &str, turns: &[Turn]) -> Result<Rendered> {
         let tokens = vec![("bos_token".to_string(), "<s>".to_string())];
-        ChatTemplate::new(source.into(), tokens, date!(2026 - 02 - 03))?.render(turns, false, Some(true))
+        ChatTemplate::new(source.into(), tokens, date!(2026 - 02 - 03))?.render(
+            turns,
+            None,
+            false,
+            Some(true),
+        )
     }
 
     #[test]

@@ -28,6 +28,17 @@ pub(super) struct ChatJob {
     /// The chance that the served draft's tokens are accepted on this prompt; `None` without a
     /// draft.
     pub draft_chance: Option<f64>,
+    /// The call the answer makes (with tools): its answer text streams as the call's arguments,
+    /// `{"text": "<answer>"}`.
+    pub call: Option<ToolCallPlan>,
+    /// Usage says 0 reasoning tokens whatever was generated (`--zero-reasoning-tokens`).
+    pub zero_reasoning_tokens: bool,
+}
+
+#[derive(Clone, Debug)]
+pub(super) struct ToolCallPlan {
+    pub id: String,
+    pub name: String,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -91,6 +102,9 @@ impl ChatJob {
             Some(request_id) => format!("chatcmpl-{request_id}"),
             None => format!("chatcmpl-{:032x}", rand::random::<u128>()),
         };
+        let call = request
+            .called_tool()
+            .map(|name| ToolCallPlan { id: format!("chatcmpl-tool-{:016x}", rand::random::<u64>()), name });
         let created = crate::clock::unix_seconds();
         let header = if stream {
             ResponseHeader::for_chunks(id, created, config.model.clone())
@@ -107,6 +121,8 @@ impl ChatJob {
             stream: stream.then(|| stream_settings(&request, config.ignore_stream_interval, token_ids)),
             prompt_token_ids,
             draft_chance,
+            call,
+            zero_reasoning_tokens: config.zero_reasoning_tokens,
         })
     }
 
@@ -139,9 +155,20 @@ impl ChatJob {
         );
     }
 
+    /// The finish reason of the completed sequence: `tool_calls` when a call ended naturally.
+    pub fn finish_reason(&self) -> &'static str {
+        match (self.sequence.finish_reason, &self.call) {
+            (FinishReason::Stop, Some(_)) if self.sequence.max_new_tokens > self.reasoning_tokens => {
+                "tool_calls"
+            }
+            (reason, _) => reason.as_str(),
+        }
+    }
+
     /// The usage of a finished completion of `generated` tokens.
     pub fn final_usage(&self, generated: u32) -> Usage {
-        Usage::last(self.prompt_tokens, generated, generated.min(self.reasoning_tokens))
+        let reasoning = if self.zero_reasoning_tokens { 0 } else { generated.min(self.reasoning_tokens) };
+        Usage::last(self.prompt_tokens, generated, reasoning)
     }
 }
 

@@ -14,7 +14,7 @@ use crate::engine::Generation;
 use crate::faults::{Incident, IncidentKind};
 use crate::server::Connection;
 use crate::stats::SimCounters;
-use crate::wire::{ChatChunk, ChunkChoice, Delta, Null, Usage};
+use crate::wire::{ChatChunk, ChunkChoice, Delta, FunctionDelta, Null, ToolCallDelta, Usage};
 use axum::body::{Body, Bytes};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -44,6 +44,7 @@ pub(super) fn respond(
         frame: BytesMut::new(),
         reasoning: String::new(),
         answer: String::new(),
+        call_opened: false,
     };
     let frames = futures::stream::unfold(stream, |mut stream| async move {
         let frame = stream.next_frame().await?;
@@ -67,6 +68,8 @@ struct ChatStream {
     frame: BytesMut,
     reasoning: String,
     answer: String,
+    /// Whether the first piece of the answer's call (its id and name) went out.
+    call_opened: bool,
 }
 
 impl ChatStream {
@@ -181,13 +184,40 @@ impl ChatStream {
         self.job.write_text(range.clone(), &mut reasoning, &mut answer);
         let field = self.app.config.reasoning_field;
         let reasoning_text = (!reasoning.is_empty()).then_some(reasoning.as_str());
+        let finish_reason = finishes.then(|| self.job.finish_reason());
+        let mut arguments = String::new();
+        let call = self.job.call.clone();
+        let tool_calls = match &call {
+            Some(call) if !answer.is_empty() => {
+                // The answer's text is the call's one argument, written as JSON piece by piece.
+                if !self.call_opened {
+                    arguments.push_str("{\"text\": \"");
+                }
+                let quoted = serde_json::to_string(&answer).expect("text serialises");
+                arguments.push_str(&quoted[1..quoted.len() - 1]);
+                if finish_reason == Some("tool_calls") {
+                    arguments.push_str("\"}");
+                }
+                let first = !std::mem::replace(&mut self.call_opened, true);
+                Some([ToolCallDelta {
+                    index: 0,
+                    id: first.then_some(call.id.as_str()),
+                    kind: first.then_some("function"),
+                    function: FunctionDelta {
+                        name: first.then_some(call.name.as_str()),
+                        arguments: &arguments,
+                    },
+                }])
+            }
+            _ => None,
+        };
         let delta = Delta {
             role: None,
-            content: (!answer.is_empty()).then_some(answer.as_str()),
+            content: (!answer.is_empty() && tool_calls.is_none()).then_some(answer.as_str()),
             reasoning: reasoning_text.filter(|_| field.uses_reasoning()),
             reasoning_content: reasoning_text.filter(|_| field.uses_reasoning_content()),
+            tool_calls,
         };
-        let finish_reason = finishes.then(|| self.job.sequence.finish_reason.as_str());
         let ids = self.settings.token_ids.then(|| {
             let mut ids = Vec::new();
             self.job.token_ids(range.clone(), &mut ids);

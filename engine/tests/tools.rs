@@ -1,0 +1,257 @@
+//! Tool-calling conversations through the generation engine, against the vLLM simulator: calls
+//! assembled from streamed fragments, `finish_reason: tool_calls` as a finished answer, the
+//! source's tool results kept and answering the regenerated calls, and the automatic flags; and
+//! the tokens of each span (reasoning, answer, calls) counted from the streamed ids.
+#![allow(clippy::unwrap_used)] // Tests may unwrap: a failure there is a failure of the test, with its message.
+
+use domain::conversation::ToolCall;
+use domain::generation::{RunSettings, Thinking, ToolChoice, TurnMode};
+use engine::testing::*;
+use serde_json::{json, Value};
+use sqlx::PgPool;
+use std::time::Duration;
+
+const MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
+
+fn weather_tools() -> Value {
+    json!([{"type": "function", "function": {"name": "get_weather",
+        "parameters": {"type": "object", "properties": {"text": {"type": "string"}}}}}])
+}
+
+/// An agent conversation: a question, a call, the tool's result, and a text answer.
+fn agent_conversation(i: usize) -> Value {
+    json!([
+        {"role": "user", "content": format!("What is the weather in city {i}?")},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "source-call", "type": "function", "function": {"name": "get_weather", "arguments": "{\"text\": \"x\"}"}}]},
+        {"role": "tool", "tool_call_id": "source-call", "content": format!("{{\"temp\": {i}}}")},
+        {"role": "assistant", "content": "It is mild."}
+    ])
+}
+
+async fn offer(pool: &PgPool, dataset: i64, tools: &Value) {
+    sqlx::query("UPDATE dataset_rows SET tools = $2 WHERE dataset_id = $1")
+        .bind(dataset)
+        .bind(tools)
+        .execute(pool)
+        .await
+        .unwrap();
+}
+
+async fn run_to_end(pool: &PgPool, dataset: i64, turns: TurnMode, tool_choice: ToolChoice) -> i64 {
+    run_on(pool, dataset, fast_sim(), |s| {
+        s.turns = turns;
+        s.tool_choice = tool_choice;
+    })
+    .await
+}
+
+async fn run_on(
+    pool: &PgPool,
+    dataset: i64,
+    config: vllm_sim::SimConfig,
+    set: impl FnOnce(&mut RunSettings),
+) -> i64 {
+    let sim = sim(config).await;
+    let by: i64 = match sqlx::query_scalar("SELECT id FROM users LIMIT 1").fetch_optional(pool).await.unwrap()
+    {
+        Some(id) => id,
+        None => user(pool).await,
+    };
+    let endpoint = endpoint(pool, &sim, by).await;
+    let mut settings = settings(vec![endpoint]);
+    set(&mut settings);
+    let run = create_run(pool, dataset, settings, by).await;
+    let (stop, worker) = start_worker(pool);
+    wait_for_status(pool, run, "completed", Duration::from_secs(60)).await;
+    stop.cancel();
+    worker.await.unwrap().unwrap();
+    assert_exactly_one_result_each(pool, run).await;
+    run
+}
+
+async fn conversations(pool: &PgPool, run: i64) -> Vec<(String, Vec<String>, Value)> {
+    sqlx::query_as::<_, (String, Vec<String>, Value)>(
+        "SELECT finish_reason, auto_flags, messages FROM samples WHERE run_id = $1 AND state = 'ok' ORDER BY id",
+    )
+    .bind(run)
+    .fetch_all(pool)
+    .await
+    .unwrap()
+}
+
+fn calls_of(turn: &Value) -> Vec<ToolCall> {
+    serde_json::from_value(turn.get("tool_calls").cloned().unwrap_or(json!([]))).unwrap()
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_required_call_is_a_whole_answer_made_of_streamed_fragments(pool: PgPool) {
+    let dataset = dataset_of_conversations(&pool, &(0..6).map(agent_conversation).collect::<Vec<_>>()).await;
+    offer(&pool, dataset, &weather_tools()).await;
+    let run = run_to_end(&pool, dataset, TurnMode::FirstUser, ToolChoice::Required).await;
+    let done = conversations(&pool, run).await;
+    assert_eq!(done.len(), 6, "{:?}", state_counts(&pool, run).await);
+    for (finish_reason, flags, messages) in done {
+        assert_eq!(finish_reason, "tool_calls");
+        // A call with no text beside it is not an empty answer.
+        assert!(flags.is_empty(), "{flags:?}");
+        let answer = messages.as_array().unwrap().last().unwrap().clone();
+        let calls = calls_of(&answer);
+        assert_eq!(calls.len(), 1, "{answer}");
+        assert_eq!(calls[0].function.name, "get_weather");
+        assert!(calls[0].id.starts_with("chatcmpl-tool-"), "{}", calls[0].id);
+        // The arguments came in many fragments and add up to one JSON object.
+        assert!(calls[0].parsed_arguments().unwrap()["text"].as_str().unwrap().len() > 10);
+    }
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn every_assistant_turn_keeps_the_sources_results_answering_the_new_calls(pool: PgPool) {
+    let dataset = dataset_of_conversations(&pool, &(0..4).map(agent_conversation).collect::<Vec<_>>()).await;
+    offer(&pool, dataset, &weather_tools()).await;
+    // `auto`: the simulator calls after a question and answers in text after a tool's result.
+    let run = run_to_end(&pool, dataset, TurnMode::EveryAssistant, ToolChoice::Auto).await;
+    let done = conversations(&pool, run).await;
+    assert_eq!(done.len(), 4, "{:?}", state_counts(&pool, run).await);
+    for (i, (finish_reason, flags, messages)) in done.iter().enumerate() {
+        let turns = messages.as_array().unwrap();
+        let roles: Vec<&str> = turns.iter().map(|t| t["role"].as_str().unwrap()).collect();
+        assert_eq!(roles, ["user", "assistant", "tool", "assistant"]);
+        let call = &calls_of(&turns[1])[0];
+        assert_ne!(call.id, "source-call");
+        // The source's result, kept, now answers the regenerated call.
+        assert_eq!(turns[2]["tool_call_id"], call.id.as_str());
+        assert_eq!(turns[2]["content"], format!("{{\"temp\": {i}}}"));
+        assert!(calls_of(&turns[3]).is_empty());
+        assert_eq!(finish_reason, "stop");
+        assert!(flags.is_empty(), "{flags:?}");
+    }
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_call_the_sources_results_no_longer_answer_is_flagged(pool: PgPool) {
+    // The source called `get_time`; the row offers only `get_weather`, which the model calls.
+    let conversation = |i: usize| {
+        let mut c = agent_conversation(i);
+        c[1]["tool_calls"][0]["function"]["name"] = json!("get_time");
+        c
+    };
+    let dataset = dataset_of_conversations(&pool, &(0..3).map(conversation).collect::<Vec<_>>()).await;
+    offer(&pool, dataset, &weather_tools()).await;
+    let run = run_to_end(&pool, dataset, TurnMode::EveryAssistant, ToolChoice::Auto).await;
+    for (_, flags, _) in conversations(&pool, run).await {
+        assert_eq!(flags, ["tool_result_mismatch"]);
+    }
+
+    // A row offering no tools sends none, and the answer is text.
+    let plain = dataset_of_conversations(&pool, &(0..2).map(agent_conversation).collect::<Vec<_>>()).await;
+    let run = run_to_end(&pool, plain, TurnMode::FirstUser, ToolChoice::Required).await;
+    for (finish_reason, flags, messages) in conversations(&pool, run).await {
+        assert_eq!(finish_reason, "stop");
+        assert!(flags.is_empty(), "{flags:?}");
+        assert!(calls_of(messages.as_array().unwrap().last().unwrap()).is_empty());
+    }
+}
+
+/// Each finished sample's reasoning text length and its counts: reasoning, answer, calls,
+/// completion.
+type Counts = (usize, Option<i32>, Option<i32>, Option<i32>, Option<i32>);
+
+async fn span_counts(pool: &PgPool, run: i64) -> Vec<Counts> {
+    sqlx::query_as::<_, (Option<String>, Option<i32>, Option<i32>, Option<i32>, Option<i32>)>(
+        "SELECT reasoning, reasoning_tokens, answer_tokens, tool_call_tokens, completion_tokens FROM samples
+         WHERE run_id = $1 AND state IN ('ok', 'truncated') ORDER BY id",
+    )
+    .bind(run)
+    .fetch_all(pool)
+    .await
+    .unwrap()
+    .into_iter()
+    .map(|(reasoning, r, a, t, c)| (reasoning.map_or(0, |r| r.len()), r, a, t, c))
+    .collect()
+}
+
+/// A simulator that says `reasoning_tokens: 0`, as real vLLM 0.32 did on most reasoning samples.
+fn zero_reasoning_sim(one_token_a_chunk: bool) -> vllm_sim::SimConfig {
+    vllm_sim::SimConfig {
+        zero_reasoning_tokens: true,
+        ignore_stream_interval: one_token_a_chunk,
+        ..fast_sim()
+    }
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn reasoning_tokens_are_counted_from_the_ids_not_taken_from_the_servers_zero(pool: PgPool) {
+    let questions = dataset(&pool, 8).await;
+    // One token a chunk, as vLLM streams by default: every id's span is known.
+    let run = run_on(&pool, questions, zero_reasoning_sim(true), |s| s.thinking = Thinking::On).await;
+    let counts = span_counts(&pool, run).await;
+    assert_eq!(counts.len(), 8);
+    assert!(counts.iter().filter(|c| c.0 > 0).count() >= 6, "thinking on: samples reason: {counts:?}");
+    for (reasoning_chars, r, a, t, completion) in counts {
+        if reasoning_chars > 0 {
+            assert!(r.unwrap() > 0, "{reasoning_chars} characters of reasoning counted as {r:?}");
+        }
+        assert_eq!(t, Some(0));
+        assert_eq!(Some(r.unwrap() + a.unwrap()), completion, "the spans add up to the completion");
+    }
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_chunk_across_the_end_of_reasoning_gives_none_rather_than_a_wrong_count(pool: PgPool) {
+    let questions = dataset(&pool, 8).await;
+    // Many tokens a chunk: the end of the reasoning falls inside one, and the server's 0 cannot be
+    // right (that chunk holds reasoning text), so the split is unknown.
+    let run = run_on(&pool, questions, zero_reasoning_sim(false), |s| {
+        s.thinking = Thinking::On;
+        s.stream_interval = 64;
+    })
+    .await;
+    let counts = span_counts(&pool, run).await;
+    assert!(counts.iter().all(|&(_, r, ..)| r != Some(0)), "never the server's wrong 0: {counts:?}");
+    assert!(counts.iter().any(|&(_, r, ..)| r.is_none()), "{counts:?}");
+
+    // The same chunks from a server whose figure the ids bound: taken, and the rest is the answer.
+    let questions = dataset(&pool, 8).await;
+    let run = run_on(&pool, questions, fast_sim(), |s| {
+        s.thinking = Thinking::On;
+        s.stream_interval = 64;
+    })
+    .await;
+    for (reasoning_chars, r, a, t, completion) in span_counts(&pool, run).await {
+        assert_eq!(reasoning_chars > 0, r.unwrap() > 0, "{r:?}");
+        assert_eq!((Some(r.unwrap() + a.unwrap()), t), (completion, Some(0)));
+    }
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn without_ids_the_servers_reasoning_figure_stands_alone(pool: PgPool) {
+    let questions = dataset(&pool, 4).await;
+    let config = vllm_sim::SimConfig { ignore_return_token_ids: true, ..fast_sim() };
+    let run = run_on(&pool, questions, config, |s| s.thinking = Thinking::On).await;
+    for (_, r, a, t, completion) in span_counts(&pool, run).await {
+        assert!(r.unwrap() > 0 && r <= completion, "{r:?} of {completion:?}");
+        assert_eq!((a, t), (None, None), "no ids, no answer or call counts");
+    }
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn call_tokens_are_counted_apart_from_the_answer(pool: PgPool) {
+    let dataset = dataset_of_conversations(&pool, &(0..4).map(agent_conversation).collect::<Vec<_>>()).await;
+    offer(&pool, dataset, &weather_tools()).await;
+    let config = vllm_sim::SimConfig { ignore_stream_interval: true, ..fast_sim() };
+    let run = run_on(&pool, dataset, config, |s| {
+        s.turns = TurnMode::FirstUser;
+        s.tool_choice = ToolChoice::Required;
+        s.thinking = Thinking::On;
+    })
+    .await;
+    let counts = span_counts(&pool, run).await;
+    assert_eq!(counts.len(), 4);
+    for (_, r, a, t, completion) in counts {
+        // The simulator writes the answer's tokens as the call's arguments.
+        assert!(t.unwrap() > 0, "{t:?}");
+        assert_eq!(a, Some(0));
+        assert_eq!(Some(r.unwrap() + t.unwrap()), completion);
+    }
+}
