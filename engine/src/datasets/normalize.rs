@@ -147,9 +147,11 @@ fn conversation(record: &Map<String, Value>, column: &str) -> Result<Vec<Msg>, R
             Speaker::Role(role) => {
                 let tool_calls = match item.get("tool_calls") {
                     None | Some(Value::Null) => Vec::new(),
-                    Some(_) if role != "assistant" => return Err(format!(
+                    Some(_) if role != "assistant" => {
+                        return Err(format!(
                         "`{at}` is a {role} message with `tool_calls`; only assistant messages call tools"
-                    )),
+                    ))
+                    }
                     Some(calls) => openai_calls(calls, &at)?,
                 };
                 out.push(Msg { tool_calls, ..Msg::text(role, content) });
