@@ -98,7 +98,7 @@ pub fn call_problems(calls: &[ToolCall], offered: Option<&[String]>) -> Vec<Call
         problems.push(CallProblem::BadArguments);
     }
     if let Some(offered) = offered {
-        if calls.iter().any(|c| !offered.iter().any(|name| *name == c.function.name)) {
+        if calls.iter().any(|c| !offered.contains(&c.function.name)) {
             problems.push(CallProblem::UnknownTool);
         }
     }
@@ -124,13 +124,13 @@ mod tests {
     fn problems_name_bad_arguments_and_unknown_tools() {
         let offered = vec!["get_weather".to_string()];
         let good = ToolCall::new("a", "get_weather", "{}");
-        assert!(call_problems(&[good.clone()], Some(&offered)).is_empty());
+        assert!(call_problems(std::slice::from_ref(&good), Some(&offered)).is_empty());
         let broken = ToolCall::new("b", "get_weather", "{\"city\": ");
         assert_eq!(call_problems(&[good.clone(), broken], Some(&offered)), [CallProblem::BadArguments]);
         let list = ToolCall::new("c", "get_weather", "[1]");
         assert!(list.parsed_arguments().unwrap_err().contains("not an object"));
         let unknown = ToolCall::new("d", "send_email", "{}");
-        assert_eq!(call_problems(&[unknown.clone()], Some(&offered)), [CallProblem::UnknownTool]);
+        assert_eq!(call_problems(std::slice::from_ref(&unknown), Some(&offered)), [CallProblem::UnknownTool]);
         // Without a tool list, no name is unknown.
         assert!(call_problems(&[unknown], None).is_empty());
     }

@@ -37,6 +37,12 @@ use std::time::Duration;
 
 const MAX_TOKENS: u32 = 64;
 
+/// A tool sample: id, state, finish reason, conversation, automatic flags.
+type ToolSample = (i64, String, Option<String>, Value, Vec<String>);
+/// A reasoning sample: id, reasoning, answer, its counts (reasoning, answer, calls, completion)
+/// and the source row's messages.
+type CountedSample = (i64, String, String, Option<i32>, Option<i32>, Option<i32>, Option<i32>, Value);
+
 fn ids(value: &Value) -> Vec<u32> {
     value
         .as_array()
@@ -167,7 +173,7 @@ async fn main() -> anyhow::Result<()> {
 
     // 1. Calls assembled from the stream, finished as answers.
     let tool_runs = vec![runs[0], runs[1]];
-    let calls: Vec<(i64, String, Option<String>, Value, Vec<String>)> = sqlx::query_as(
+    let calls: Vec<ToolSample> = sqlx::query_as(
         "SELECT s.id, s.state::text, s.finish_reason, s.messages, s.auto_flags FROM samples s
          WHERE s.run_id = ANY($1) ORDER BY s.id",
     )
@@ -318,7 +324,7 @@ async fn main() -> anyhow::Result<()> {
     }
 
     // 3. Span counts on reasoning.
-    let counted: Vec<(i64, String, String, Option<i32>, Option<i32>, Option<i32>, Option<i32>, Value)> =
+    let counted: Vec<CountedSample> =
         sqlx::query_as(
             "SELECT s.id, COALESCE(s.reasoning, ''), COALESCE(s.content, ''), s.reasoning_tokens, s.answer_tokens,
                     s.tool_call_tokens, s.completion_tokens, r.messages

@@ -399,7 +399,7 @@ impl UsageSum {
                 self.server_reasoning = Some(self.server_reasoning.unwrap_or(0) + r);
             }
         }
-        self.counted = self.counted.zip(completion.span_counts).map(|(sum, this)| sum.add(this));
+        self.counted = self.counted.zip(completion.span_counts).map(|(sum, this)| sum + this);
     }
 
     /// Reasoning, answer and call tokens: counted from the ids; without them, the server's

@@ -29,8 +29,10 @@ pub struct SpanCounts {
     pub tool_calls: u32,
 }
 
-impl SpanCounts {
-    pub fn add(self, other: SpanCounts) -> SpanCounts {
+impl std::ops::Add for SpanCounts {
+    type Output = SpanCounts;
+
+    fn add(self, other: SpanCounts) -> SpanCounts {
         SpanCounts {
             reasoning: self.reasoning + other.reasoning,
             answer: self.answer + other.answer,
