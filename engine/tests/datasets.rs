@@ -735,3 +735,91 @@ async fn a_stopping_process_hands_its_import_to_the_next_at_once(pool: PgPool) {
     );
     assert_eq!(stored_rows(&pool, id).await, 60_000);
 }
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn tool_calling_rows_import_and_rows_with_broken_tool_json_are_refused(pool: PgPool) {
+    let env = env();
+    let weather = json!({"type": "function", "function": {"name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}});
+    // OpenAI messages with a tools list; the arguments of one call are an object, as some sets store them.
+    let openai = |id: &str, arguments: Value| {
+        json!({"id": id, "tools": [weather.clone()], "messages": [
+            {"role": "user", "content": "Weather in Paris?"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": arguments}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "18 C"},
+            {"role": "assistant", "content": "It is 18 °C."}]})
+    };
+    // glaive-style ShareGPT: bare functions as a JSON string, a function_call turn, an observation.
+    let glaive = |id: &str, call: &str| {
+        json!({"id": id, "tools": r#"[{"name": "get_time", "parameters": {"type": "object", "properties": {}}}]"#,
+            "conversations": [
+                {"from": "human", "value": "What time is it?"},
+                {"from": "function_call", "value": call},
+                {"from": "observation", "value": "{\"time\": \"14:05\"}"},
+                {"from": "gpt", "value": "It is 14:05."}]})
+    };
+    let openai_path = env.root().join("agent.jsonl");
+    write_jsonl(
+        &openai_path,
+        vec![
+            openai("o1", json!("{\"city\": \"Paris\"}")),
+            openai("o2", json!({"city": "Paris"})),
+            openai("o3", json!("{\"city\": ")), // broken arguments
+            json!({"id": "o4", "tools": "[{\"type\": ", "messages": [{"role": "user", "content": "hi"}]}), // broken tools
+            json!({"id": "o5", "messages": [{"role": "user", "content": "hi"},
+                {"role": "tool", "tool_call_id": "nope", "content": "x"}]}), // a result no call asked for
+        ],
+    )
+    .unwrap();
+    let id = import_path(&pool, &env, "agent", &openai_path, None).await.unwrap();
+    let d = store::detail(&pool, id).await.unwrap();
+    assert_eq!(d.summary.mapping.tools_column.as_deref(), Some("tools"), "the tools column is detected");
+    assert_eq!((d.summary.rows_imported, d.summary.rows_rejected), (2, 3), "{:?}", d.rejections);
+    let reasons: Vec<(&str, &str)> =
+        d.rejections.iter().map(|r| (r.location.as_str(), r.reason.as_str())).collect();
+    assert!(reasons[0].0 == "line 3" && reasons[0].1.contains("not valid JSON"), "{reasons:?}");
+    assert!(
+        reasons[1].0 == "line 4" && reasons[1].1.contains("tools column `tools` holds broken JSON"),
+        "{reasons:?}"
+    );
+    assert!(reasons[2].0 == "line 5" && reasons[2].1.contains("answers tool call `nope`"), "{reasons:?}");
+    let stored: Vec<(Value, Value)> =
+        sqlx::query_as("SELECT messages, tools FROM dataset_rows WHERE dataset_id = $1 ORDER BY row_key")
+            .bind(id)
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    for (messages, tools) in &stored {
+        assert_eq!(tools, &json!([weather]));
+        // Arguments are kept as JSON text, an object written out.
+        let arguments = messages[1]["tool_calls"][0]["function"]["arguments"].as_str().unwrap();
+        assert_eq!(serde_json::from_str::<Value>(arguments).unwrap(), json!({"city": "Paris"}));
+        assert_eq!(messages[2]["role"], "tool");
+        assert_eq!(messages[2]["tool_call_id"], "c1");
+    }
+
+    let glaive_path = env.root().join("glaive.jsonl");
+    write_jsonl(
+        &glaive_path,
+        vec![glaive("g1", r#"{"name": "get_time", "arguments": {}}"#), glaive("g2", "{name: get_time")],
+    )
+    .unwrap();
+    let id = import_path(&pool, &env, "glaive", &glaive_path, None).await.unwrap();
+    let d = store::detail(&pool, id).await.unwrap();
+    assert_eq!((d.summary.rows_imported, d.summary.rows_rejected), (1, 1), "{:?}", d.rejections);
+    assert!(d.rejections[0].reason.contains("function call whose JSON is broken"), "{:?}", d.rejections);
+    let (messages, tools): (Value, Value) =
+        sqlx::query_as("SELECT messages, tools FROM dataset_rows WHERE dataset_id = $1")
+            .bind(id)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(tools[0]["type"], "function", "bare functions are wrapped: {tools}");
+    assert_eq!(tools[0]["function"]["name"], "get_time");
+    let roles: Vec<&str> = messages.as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "assistant"]);
+    let call = &messages[1]["tool_calls"][0];
+    assert_eq!(call["function"]["name"], "get_time");
+    assert_eq!(messages[2]["tool_call_id"], call["id"], "the observation answers the call");
+}

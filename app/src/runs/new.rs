@@ -318,7 +318,7 @@ fn RunFormView(choices: FormChoices) -> impl IntoView {
                 </div>
                 <div class="row" title="Sent only with rows that offer tools (a dataset's tools column)">
                     <Choice form label="Tool calls" name="tool_choice" get=|f| &f.tool_choice set=|f, v| f.tool_choice = v
-                        options=&[("auto", "auto (the model decides)"), ("required", "required (at least one call)"),
+                        options=&[("auto", "auto"), ("required", "required (at least one call)"),
                                   ("none", "none (answer in text)")]/>
                     <label class="check">
                         <input type="checkbox" name="parallel_tool_calls" prop:checked=move || form.with(|f| f.parallel_tool_calls)
