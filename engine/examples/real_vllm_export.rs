@@ -18,11 +18,13 @@
 //!   cargo run --profile bench -p engine --example real_vllm_export -- [PROMPTS]
 #![allow(clippy::unwrap_used)] // Examples may unwrap: a failure there is a failure of the example, with its message.
 
-use domain::export::*;
-use domain::generation::{Concurrency, SampleState, TurnMode};
+#[path = "common/captured_rows.rs"]
+mod captured_rows;
+
+use domain::export::Overlong;
+use domain::generation::{Concurrency, TurnMode};
 use engine::export::conversation::Conversation;
 use engine::export::tokenize::RowTokenizer;
-use engine::export::{job, S3Options, Storage};
 use engine::generation::conversation::Turn;
 use engine::testing::*;
 use serde_json::{json, Value};
@@ -30,13 +32,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 const MAX_TOKENS: u32 = 48;
-
-fn ids(value: &Value) -> Vec<u32> {
-    value
-        .as_array()
-        .map(|a| a.iter().filter_map(|v| v.as_u64()).map(|v| v as u32).collect())
-        .unwrap_or_default()
-}
 
 /// The messages of the request that produced assistant turn `index` (history answers without
 /// their reasoning, as generation sends them).
@@ -95,35 +90,7 @@ async fn main() -> anyhow::Result<()> {
         sqlx::query_scalar("SELECT count(*) FROM samples WHERE captured_token_ids").fetch_one(&pool).await?;
     println!("generated {prompts} conversations; {captured} came with the server's token ids");
 
-    let root = tempfile::tempdir()?;
-    let storage = Storage::new(vec![root.path().join("exports")], S3Options::default());
-    let spec = ExportSpec {
-        selection: ExportSelection {
-            // A random-weight model rarely stops before max_tokens: its cut answers count too.
-            outcomes: vec![SampleState::Ok, SampleState::Truncated],
-            excluded_flags: Vec::new(),
-            ..ExportSelection::for_runs(runs_made.clone())
-        },
-        format: ExportFormat {
-            layout: Layout::Tokenized,
-            tokenization: Some(Tokenization {
-                tokenizer_dir: String::new(),
-                max_length: 1 << 20,
-                overlong: Overlong::Drop,
-                source: TokenSource::Captured,
-                turn_rows: TurnRows::PerTurn,
-            }),
-            ..Default::default()
-        },
-        destination: Destination::Directory { path: "out".into() },
-    };
-    let id = job::create(&pool, &spec, None, None).await?;
-    let status = job::run(&pool, &storage, id).await?;
-    let record = engine::export::store::get(&pool, id).await?;
-    anyhow::ensure!(status == ExportStatus::Completed, "the export failed: {:?}", record.error);
-    let file = root.path().join(format!("exports/out/export-{id}/train.jsonl"));
-    let rows: Vec<Value> =
-        std::fs::read_to_string(&file)?.lines().map(serde_json::from_str).collect::<Result<_, _>>()?;
+    let rows = captured_rows::export(&pool, &runs_made).await?;
 
     // The conversations behind the rows, by export id.
     let stored: Vec<(i64, String, Value)> = sqlx::query_as(
@@ -148,42 +115,19 @@ async fn main() -> anyhow::Result<()> {
                 completion_diff += 1;
                 continue;
             };
-            let input = ids(&row["input_ids"]);
-            let mask = ids(&row["loss_mask"]);
-            let split = mask.iter().position(|&m| m == 1).unwrap_or(input.len());
-            let (prompt, completion) = input.split_at(split);
-            let sent = request_messages(&turns, index);
-            let tokenized: Value = http
-                .post(format!("{base}/tokenize"))
-                .json(&json!({"model": "tiny", "messages": sent, "add_generation_prompt": true}))
-                .send()
-                .await?
-                .json()
-                .await?;
-            if ids(&tokenized["tokens"]) != prompt {
+            let request = json!({"model": "tiny", "messages": request_messages(&turns, index), "max_tokens": MAX_TOKENS});
+            let check = captured_rows::check(&http, &base, row, &request).await?;
+            if !check.prompt_equal {
                 prompt_diff += 1;
                 println!("{row_id}: the prompt differs from the server's /tokenize");
             }
-            let again: Value = http
-                .post(format!("{base}/v1/chat/completions"))
-                .json(
-                    &json!({"model": "tiny", "messages": sent, "max_tokens": MAX_TOKENS, "temperature": 0.0,
-                              "return_token_ids": true}),
-                )
-                .send()
-                .await?
-                .json()
-                .await?;
-            if ids(&again["choices"][0]["token_ids"]) != completion {
+            if !check.completion_equal {
                 completion_diff += 1;
                 println!("{row_id}: the completion differs from the same request sent again");
             }
-            match our_prompts.iter().find(|p| p.turn == index) {
-                Some(p) if p.input_ids == prompt => {}
-                _ => {
-                    render_diff += 1;
-                    println!("{row_id}: our render of the prompt differs from the server's");
-                }
+            if !our_prompts.iter().any(|p| p.turn == index && p.input_ids == check.prompt) {
+                render_diff += 1;
+                println!("{row_id}: our render of the prompt differs from the server's");
             }
             checked += 1;
         }

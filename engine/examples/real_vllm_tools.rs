@@ -24,11 +24,13 @@
 //!   cargo run -p engine --example real_vllm_tools -- [PROMPTS]
 #![allow(clippy::unwrap_used)] // Examples may unwrap: a failure there is a failure of the example, with its message.
 
-use domain::export::*;
-use domain::generation::{Concurrency, SampleState, Thinking, ToolChoice, TurnMode};
+#[path = "common/captured_rows.rs"]
+mod captured_rows;
+
+use domain::export::Overlong;
+use domain::generation::{Concurrency, Thinking, ToolChoice, TurnMode};
 use engine::export::conversation::Conversation;
 use engine::export::tokenize::RowTokenizer;
-use engine::export::{job, S3Options, Storage};
 use engine::generation::conversation::Turn;
 use engine::testing::*;
 use serde_json::{json, Value};
@@ -42,13 +44,6 @@ type ToolSample = (i64, String, Option<String>, Value, Vec<String>);
 /// A reasoning sample: id, reasoning, answer, its counts (reasoning, answer, calls, completion)
 /// and the source row's messages.
 type CountedSample = (i64, String, String, Option<i32>, Option<i32>, Option<i32>, Option<i32>, Value);
-
-fn ids(value: &Value) -> Vec<u32> {
-    value
-        .as_array()
-        .map(|a| a.iter().filter_map(|v| v.as_u64()).map(|v| v as u32).collect())
-        .unwrap_or_default()
-}
 
 /// vLLM constrains a required call's arguments to the function's schema only for a `strict`
 /// function, and a random model then writes whitespace forever inside any property, so the strict
@@ -206,34 +201,7 @@ async fn main() -> anyhow::Result<()> {
     );
 
     // 2. Exported rows against the server's own ids.
-    let root = tempfile::tempdir()?;
-    let storage = Storage::new(vec![root.path().join("exports")], S3Options::default());
-    let spec = ExportSpec {
-        selection: ExportSelection {
-            outcomes: vec![SampleState::Ok, SampleState::Truncated],
-            excluded_flags: Vec::new(),
-            ..ExportSelection::for_runs(tool_runs.clone())
-        },
-        format: ExportFormat {
-            layout: Layout::Tokenized,
-            tokenization: Some(Tokenization {
-                tokenizer_dir: String::new(),
-                max_length: 1 << 20,
-                overlong: Overlong::Drop,
-                source: TokenSource::Captured,
-                turn_rows: TurnRows::PerTurn,
-            }),
-            ..Default::default()
-        },
-        destination: Destination::Directory { path: "out".into() },
-    };
-    let id = job::create(&pool, &spec, None, None).await?;
-    let status = job::run(&pool, &storage, id).await?;
-    let record = engine::export::store::get(&pool, id).await?;
-    anyhow::ensure!(status == ExportStatus::Completed, "the export failed: {:?}", record.error);
-    let file = root.path().join(format!("exports/out/export-{id}/train.jsonl"));
-    let rows: Vec<Value> =
-        std::fs::read_to_string(&file)?.lines().map(serde_json::from_str).collect::<Result<_, _>>()?;
+    let rows = captured_rows::export(&pool, &tool_runs).await?;
     let stored: Vec<(i64, String, Value)> = sqlx::query_as(
         "SELECT s.run_id, r.row_key, s.messages FROM samples s JOIN dataset_rows r ON r.id = s.row_id
          WHERE s.captured_token_ids AND s.run_id = ANY($1)",
@@ -243,7 +211,6 @@ async fn main() -> anyhow::Result<()> {
     .await?;
     let ours = RowTokenizer::from_dir(&model_dir, 1 << 20, Overlong::Drop)?;
     let http = reqwest::Client::new();
-    let kwargs = json!({"enable_thinking": false});
     let (mut prompt_diff, mut completion_diff, mut render_diff, mut checked) = (0, 0, 0, 0);
     for (run, key, messages) in stored {
         let turns: Vec<Turn> = serde_json::from_value(messages)?;
@@ -267,47 +234,21 @@ async fn main() -> anyhow::Result<()> {
                 completion_diff += 1;
                 continue;
             };
-            let input = ids(&row["input_ids"]);
-            let mask = ids(&row["loss_mask"]);
-            let split = mask.iter().position(|&m| m == 1).unwrap_or(input.len());
-            let (prompt, completion) = input.split_at(split);
-            let sent = request_messages(&turns, index);
-            let tokenized: Value = http
-                .post(format!("{base}/tokenize"))
-                .json(
-                    &json!({"model": "tiny", "messages": sent, "tools": tools, "add_generation_prompt": true,
-                              "chat_template_kwargs": kwargs}),
-                )
-                .send()
-                .await?
-                .json()
-                .await?;
-            if ids(&tokenized["tokens"]) != prompt {
+            let request = json!({"model": "tiny", "messages": request_messages(&turns, index), "tools": tools,
+                "tool_choice": "required", "parallel_tool_calls": false, "max_tokens": MAX_TOKENS,
+                "chat_template_kwargs": {"enable_thinking": false}});
+            let check = captured_rows::check(&http, &base, row, &request).await?;
+            if !check.prompt_equal {
                 prompt_diff += 1;
-                println!(
-                    "{row_id}: the prompt differs from the server's /tokenize: {}",
-                    tokenized.to_string().chars().take(300).collect::<String>()
-                );
+                println!("{row_id}: the prompt differs from the server's /tokenize");
             }
-            let again: Value = http
-                .post(format!("{base}/v1/chat/completions"))
-                .json(&json!({"model": "tiny", "messages": sent, "tools": tools, "tool_choice": "required",
-                              "parallel_tool_calls": false, "max_tokens": MAX_TOKENS, "temperature": 0.0,
-                              "chat_template_kwargs": kwargs, "return_token_ids": true}))
-                .send()
-                .await?
-                .json()
-                .await?;
-            if ids(&again["choices"][0]["token_ids"]) != completion {
+            if !check.completion_equal {
                 completion_diff += 1;
                 println!("{row_id}: the completion differs from the same request sent again");
             }
-            match our_prompts.iter().find(|p| p.turn == index) {
-                Some(p) if p.input_ids == prompt => {}
-                _ => {
-                    render_diff += 1;
-                    println!("{row_id}: our render of the prompt differs from the server's");
-                }
+            if !our_prompts.iter().any(|p| p.turn == index && p.input_ids == check.prompt) {
+                render_diff += 1;
+                println!("{row_id}: our render of the prompt differs from the server's");
             }
             checked += 1;
         }
