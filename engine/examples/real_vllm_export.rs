@@ -18,8 +18,8 @@
 //!   cargo run --profile bench -p engine --example real_vllm_export -- [PROMPTS]
 #![allow(clippy::unwrap_used)] // Examples may unwrap: a failure there is a failure of the example, with its message.
 
-#[path = "common/captured_rows.rs"]
-mod captured_rows;
+#[path = "common/real_vllm.rs"]
+mod real_vllm;
 
 use domain::export::Overlong;
 use domain::generation::{Concurrency, TurnMode};
@@ -28,7 +28,6 @@ use engine::export::tokenize::RowTokenizer;
 use engine::generation::conversation::Turn;
 use engine::testing::*;
 use serde_json::{json, Value};
-use std::path::PathBuf;
 use std::time::Duration;
 
 const MAX_TOKENS: u32 = 48;
@@ -42,22 +41,8 @@ fn request_messages(turns: &[Turn], index: usize) -> Value {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let prompts: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(40);
-    let base = std::env::var("REAL_VLLM_URL").unwrap_or_else(|_| "http://127.0.0.1:8011".into());
-    let model_dir = PathBuf::from(std::env::var("REAL_VLLM_MODEL_DIR").map_err(|_| {
-        anyhow::anyhow!(
-            "set REAL_VLLM_MODEL_DIR to the served model's folder (tokenizer.json, tokenizer_config.json)"
-        )
-    })?);
-    let server = std::env::var("DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-    let mut url = url::Url::parse(&server)?;
-    url.set_path("/postgres");
-    let admin = engine::db::connect(url.as_str(), 1).await?;
-    sqlx::query("DROP DATABASE IF EXISTS draft_studio_real_vllm_export WITH (FORCE)").execute(&admin).await?;
-    sqlx::query("CREATE DATABASE draft_studio_real_vllm_export").execute(&admin).await?;
-    url.set_path("/draft_studio_real_vllm_export");
-    let pool = engine::db::connect(url.as_str(), 8).await?;
-    engine::db::migrate(&pool).await?;
+    let (base, model_dir) = real_vllm::server("http://127.0.0.1:8011")?;
+    let pool = real_vllm::scratch_database("draft_studio_real_vllm_export").await?;
 
     // Half single-turn questions, half two-turn conversations regenerated turn by turn.
     let by = user(&pool).await;
@@ -90,7 +75,7 @@ async fn main() -> anyhow::Result<()> {
         sqlx::query_scalar("SELECT count(*) FROM samples WHERE captured_token_ids").fetch_one(&pool).await?;
     println!("generated {prompts} conversations; {captured} came with the server's token ids");
 
-    let rows = captured_rows::export(&pool, &runs_made).await?;
+    let rows = real_vllm::export(&pool, &runs_made).await?;
 
     // The conversations behind the rows, by export id.
     let stored: Vec<(i64, String, Value)> = sqlx::query_as(
@@ -101,7 +86,7 @@ async fn main() -> anyhow::Result<()> {
     .await?;
     let ours = RowTokenizer::from_dir(&model_dir, 1 << 20, Overlong::Drop)?;
     let http = reqwest::Client::new();
-    let (mut prompt_diff, mut completion_diff, mut render_diff, mut checked) = (0, 0, 0, 0);
+    let mut tally = real_vllm::Tally::default();
     for (run, key, messages) in stored {
         let turns: Vec<Turn> = serde_json::from_value(messages)?;
         let id = format!("{run}-{key}");
@@ -111,32 +96,20 @@ async fn main() -> anyhow::Result<()> {
         for (k, &index) in assistant.iter().enumerate() {
             let row_id = if assistant.len() > 1 { format!("{id}_turn{k}") } else { id.clone() };
             let Some(row) = rows.iter().find(|r| r["id"] == row_id.as_str()) else {
-                println!("{row_id}: no exported row");
-                completion_diff += 1;
+                tally.missing(&row_id);
                 continue;
             };
             let request = json!({"model": "tiny", "messages": request_messages(&turns, index), "max_tokens": MAX_TOKENS});
-            let check = captured_rows::check(&http, &base, row, &request).await?;
-            if !check.prompt_equal {
-                prompt_diff += 1;
-                println!("{row_id}: the prompt differs from the server's /tokenize");
-            }
-            if !check.completion_equal {
-                completion_diff += 1;
-                println!("{row_id}: the completion differs from the same request sent again");
-            }
-            if !our_prompts.iter().any(|p| p.turn == index && p.input_ids == check.prompt) {
-                render_diff += 1;
-                println!("{row_id}: our render of the prompt differs from the server's");
-            }
-            checked += 1;
+            let check = real_vllm::check(&http, &base, row, &request).await?;
+            let ours = our_prompts.iter().find(|p| p.turn == index).map(|p| p.input_ids.as_slice());
+            tally.add(&row_id, &check, ours);
         }
     }
-    println!(
-        "{checked} rows checked against the server: prompt ids differ in {prompt_diff}, completion ids in \
-         {completion_diff}; our own render of the prompt differs from the server's in {render_diff}"
+    println!("{}", tally.summary());
+    anyhow::ensure!(tally.checked > 0, "no row was checked");
+    anyhow::ensure!(
+        tally.prompt_diff + tally.completion_diff == 0,
+        "exported rows differ from the server's ids"
     );
-    anyhow::ensure!(checked > 0, "no row was checked");
-    anyhow::ensure!(prompt_diff + completion_diff == 0, "exported rows differ from the server's ids");
     Ok(())
 }

@@ -24,8 +24,8 @@
 //!   cargo run -p engine --example real_vllm_tools -- [PROMPTS]
 #![allow(clippy::unwrap_used)] // Examples may unwrap: a failure there is a failure of the example, with its message.
 
-#[path = "common/captured_rows.rs"]
-mod captured_rows;
+#[path = "common/real_vllm.rs"]
+mod real_vllm;
 
 use domain::export::Overlong;
 use domain::generation::{Concurrency, Thinking, ToolChoice, TurnMode};
@@ -34,7 +34,6 @@ use engine::export::tokenize::RowTokenizer;
 use engine::generation::conversation::Turn;
 use engine::testing::*;
 use serde_json::{json, Value};
-use std::path::PathBuf;
 use std::time::Duration;
 
 const MAX_TOKENS: u32 = 64;
@@ -91,22 +90,8 @@ fn request_messages(turns: &[Turn], index: usize) -> Value {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let prompts: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(24);
-    let base = std::env::var("REAL_VLLM_URL").unwrap_or_else(|_| "http://127.0.0.1:8013".into());
-    let model_dir = PathBuf::from(std::env::var("REAL_VLLM_MODEL_DIR").map_err(|_| {
-        anyhow::anyhow!(
-            "set REAL_VLLM_MODEL_DIR to the served model's folder (scripts/make-tool-model.py makes it)"
-        )
-    })?);
-    let server = std::env::var("DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-    let mut url = url::Url::parse(&server)?;
-    url.set_path("/postgres");
-    let admin = engine::db::connect(url.as_str(), 1).await?;
-    sqlx::query("DROP DATABASE IF EXISTS draft_studio_real_vllm_tools WITH (FORCE)").execute(&admin).await?;
-    sqlx::query("CREATE DATABASE draft_studio_real_vllm_tools").execute(&admin).await?;
-    url.set_path("/draft_studio_real_vllm_tools");
-    let pool = engine::db::connect(url.as_str(), 8).await?;
-    engine::db::migrate(&pool).await?;
+    let (base, model_dir) = real_vllm::server("http://127.0.0.1:8013")?;
+    let pool = real_vllm::scratch_database("draft_studio_real_vllm_tools").await?;
 
     let by = user(&pool).await;
     let endpoint = endpoint_at(&pool, &base, by).await;
@@ -201,7 +186,7 @@ async fn main() -> anyhow::Result<()> {
     );
 
     // 2. Exported rows against the server's own ids.
-    let rows = captured_rows::export(&pool, &tool_runs).await?;
+    let rows = real_vllm::export(&pool, &tool_runs).await?;
     let stored: Vec<(i64, String, Value)> = sqlx::query_as(
         "SELECT s.run_id, r.row_key, s.messages FROM samples s JOIN dataset_rows r ON r.id = s.row_id
          WHERE s.captured_token_ids AND s.run_id = ANY($1)",
@@ -211,7 +196,7 @@ async fn main() -> anyhow::Result<()> {
     .await?;
     let ours = RowTokenizer::from_dir(&model_dir, 1 << 20, Overlong::Drop)?;
     let http = reqwest::Client::new();
-    let (mut prompt_diff, mut completion_diff, mut render_diff, mut checked) = (0, 0, 0, 0);
+    let mut tally = real_vllm::Tally::default();
     for (run, key, messages) in stored {
         let turns: Vec<Turn> = serde_json::from_value(messages)?;
         let id = format!("{run}-{key}");
@@ -230,38 +215,20 @@ async fn main() -> anyhow::Result<()> {
         for (k, &index) in generated.iter().enumerate() {
             let row_id = if generated.len() > 1 { format!("{id}_turn{k}") } else { id.clone() };
             let Some(row) = rows.iter().find(|r| r["id"] == row_id.as_str()) else {
-                println!("{row_id}: no exported row");
-                completion_diff += 1;
+                tally.missing(&row_id);
                 continue;
             };
             let request = json!({"model": "tiny", "messages": request_messages(&turns, index), "tools": tools,
                 "tool_choice": "required", "parallel_tool_calls": false, "max_tokens": MAX_TOKENS,
                 "chat_template_kwargs": {"enable_thinking": false}});
-            let check = captured_rows::check(&http, &base, row, &request).await?;
-            if !check.prompt_equal {
-                prompt_diff += 1;
-                println!("{row_id}: the prompt differs from the server's /tokenize");
-            }
-            if !check.completion_equal {
-                completion_diff += 1;
-                println!("{row_id}: the completion differs from the same request sent again");
-            }
-            if !our_prompts.iter().any(|p| p.turn == index && p.input_ids == check.prompt) {
-                render_diff += 1;
-                println!("{row_id}: our render of the prompt differs from the server's");
-            }
-            checked += 1;
+            let check = real_vllm::check(&http, &base, row, &request).await?;
+            let ours = our_prompts.iter().find(|p| p.turn == index).map(|p| p.input_ids.as_slice());
+            tally.add(&row_id, &check, ours);
         }
     }
-    println!(
-        "export: {} rows, {checked} checked against the server: prompt ids differ in {prompt_diff}, completion ids \
-         in {completion_diff}; our render of the prompt (with tools) differs from the server's in {render_diff}",
-        rows.len()
-    );
-    if checked == 0 || prompt_diff + completion_diff + render_diff > 0 {
-        failures.push(format!(
-            "exported rows: {checked} checked, {prompt_diff} + {completion_diff} + {render_diff} differ"
-        ));
+    println!("export: {} rows; {}", rows.len(), tally.summary());
+    if tally.checked == 0 || tally.prompt_diff + tally.completion_diff + tally.render_diff > 0 {
+        failures.push(format!("exported rows: {}", tally.summary()));
     }
 
     // 3. Span counts on reasoning.

@@ -1,11 +1,40 @@
-//! What the real-vLLM examples share: a pre-tokenized export of runs from the captured ids, one
-//! row per request, and each row compared with what the server says of the same request.
+//! What the real-vLLM examples share: their settings from the environment, a scratch database,
+//! a pre-tokenized export of runs from the captured ids (one row per request), and each row
+//! compared with what the server says of the same request.
 
 use domain::export::*;
 use domain::generation::SampleState;
 use engine::export::{job, S3Options, Storage};
 use serde_json::{json, Value};
 use sqlx::PgPool;
+use std::path::PathBuf;
+
+/// The server (`REAL_VLLM_URL`, else `default_url`) and the served model's folder
+/// (`REAL_VLLM_MODEL_DIR`).
+pub fn server(default_url: &str) -> anyhow::Result<(String, PathBuf)> {
+    let base = std::env::var("REAL_VLLM_URL").unwrap_or_else(|_| default_url.into());
+    let model_dir = PathBuf::from(std::env::var("REAL_VLLM_MODEL_DIR").map_err(|_| {
+        anyhow::anyhow!(
+            "set REAL_VLLM_MODEL_DIR to the served model's folder (tokenizer.json, tokenizer_config.json)"
+        )
+    })?);
+    Ok((base, model_dir))
+}
+
+/// A new, migrated database `name` on `DATABASE_URL`'s server (dropped first if it exists).
+pub async fn scratch_database(name: &str) -> anyhow::Result<PgPool> {
+    let server = std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    let mut url = url::Url::parse(&server)?;
+    url.set_path("/postgres");
+    let admin = engine::db::connect(url.as_str(), 1).await?;
+    sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&admin).await?;
+    sqlx::query(&format!("CREATE DATABASE {name}")).execute(&admin).await?;
+    url.set_path(&format!("/{name}"));
+    let pool = engine::db::connect(url.as_str(), 8).await?;
+    engine::db::migrate(&pool).await?;
+    Ok(pool)
+}
 
 pub fn ids(value: &Value) -> Vec<u32> {
     value
@@ -85,4 +114,46 @@ pub async fn check(
         completion_equal: ids(&again["choices"][0]["token_ids"]) == completion,
         prompt: prompt.to_vec(),
     })
+}
+
+/// The rows checked so far and how many differ, each difference printed with its row.
+#[derive(Default)]
+pub struct Tally {
+    pub checked: u32,
+    pub prompt_diff: u32,
+    pub completion_diff: u32,
+    pub render_diff: u32,
+}
+
+impl Tally {
+    /// A request with no exported row: counted as a completion that differs.
+    pub fn missing(&mut self, row_id: &str) {
+        println!("{row_id}: no exported row");
+        self.completion_diff += 1;
+    }
+
+    /// Counts one row's check; `ours` is our own render of its prompt.
+    pub fn add(&mut self, row_id: &str, check: &RowCheck, ours: Option<&[u32]>) {
+        self.checked += 1;
+        if !check.prompt_equal {
+            self.prompt_diff += 1;
+            println!("{row_id}: the prompt differs from the server's /tokenize");
+        }
+        if !check.completion_equal {
+            self.completion_diff += 1;
+            println!("{row_id}: the completion differs from the same request sent again");
+        }
+        if ours != Some(check.prompt.as_slice()) {
+            self.render_diff += 1;
+            println!("{row_id}: our render of the prompt differs from the server's");
+        }
+    }
+
+    pub fn summary(&self) -> String {
+        format!(
+            "{} rows checked against the server: prompt ids differ in {}, completion ids in {}; our own render of \
+             the prompt differs from the server's in {}",
+            self.checked, self.prompt_diff, self.completion_diff, self.render_diff
+        )
+    }
 }
