@@ -143,6 +143,14 @@ async fn a_call_the_sources_results_no_longer_answer_is_flagged(pool: PgPool) {
         assert_eq!(flags, ["tool_result_mismatch"]);
     }
 
+    // Only the regenerated turns' calls are judged: the source's call to `get_time`, kept before
+    // a regenerated last turn that answers in text, flags nothing.
+    let run = run_to_end(&pool, dataset, TurnMode::LastAssistant, ToolChoice::Auto).await;
+    for (finish_reason, flags, _) in conversations(&pool, run).await {
+        assert_eq!(finish_reason, "stop");
+        assert!(flags.is_empty(), "{flags:?}");
+    }
+
     // A row offering no tools sends none, and the answer is text.
     let plain = dataset_of_conversations(&pool, &(0..2).map(agent_conversation).collect::<Vec<_>>()).await;
     let run = run_to_end(&pool, plain, TurnMode::FirstUser, ToolChoice::Required).await;

@@ -119,6 +119,8 @@ impl Attempt<'_> {
         let mut history: Vec<ChatMessage> = plan.prefix.clone();
         let mut turns: Vec<Turn> = plan.prefix.iter().map(Turn::sent).collect();
         let mut found_flags: Vec<&'static str> = Vec::new();
+        // The calls the regenerated turns made (the source's own calls are not judged here).
+        let mut generated_calls: Vec<domain::conversation::ToolCall> = Vec::new();
         let mut usage = UsageSum::default();
         let mut first_ttft: Option<Duration> = None;
         let mut last: Option<Completion> = None;
@@ -198,6 +200,7 @@ impl Attempt<'_> {
                                     .filter(|r| !r.is_empty()),
                                 ..Turn::sent(&answer)
                             });
+                            generated_calls.extend(answer.tool_calls.iter().cloned());
                             history.push(answer);
                             last = Some(completion);
                             outcome = state;
@@ -214,8 +217,7 @@ impl Attempt<'_> {
         let last = last.expect("a plan has at least one step");
         // Checked against the functions the row offers (any name is unknown to a row offering none).
         let offered = sample.tools.as_ref().map(tool_names).transpose().ok().flatten().unwrap_or_default();
-        let calls: Vec<_> = turns.iter().flat_map(|t| &t.tool_calls).cloned().collect();
-        found_flags.extend(call_problems(&calls, Some(&offered)).into_iter().map(|p| p.flag()));
+        found_flags.extend(call_problems(&generated_calls, Some(&offered)).into_iter().map(|p| p.flag()));
         let (reasoning_tokens, answer_tokens, tool_call_tokens) = usage.spans(tokens.is_some());
         let record = TryRecord {
             result: outcome.as_str(),
