@@ -486,6 +486,190 @@ async fn the_list_filters_searches_counts_and_pages_by_key(pool: sqlx::PgPool) {
     assert!(bad.to_string().contains("prompt token range is empty"), "{bad}");
 }
 
+/// What the samples of `run` hold along one facet, counted from the samples themselves with
+/// `cond` applied: (value, count), most first, as the counts panel lists them.
+async fn counted(pool: &sqlx::PgPool, run: i64, value: &str, cond: &str) -> Vec<(String, i64)> {
+    sqlx::query_as(&format!(
+        "SELECT {value} AS v, count(*) FROM samples s JOIN dataset_rows d ON d.id = s.row_id
+         LEFT JOIN LATERAL unnest(ARRAY(SELECT DISTINCT x FROM unnest(s.flags || s.auto_flags) x)) AS f(code) ON true
+         WHERE s.run_id = $1 AND {cond} AND {value} IS NOT NULL GROUP BY 1 ORDER BY 2 DESC, 1"
+    ))
+    .bind(run)
+    .fetch_all(pool)
+    .await
+    .unwrap()
+}
+
+/// The counts panel of `filter` (one run, maybe one review state) against the samples.
+async fn assert_counts_true(pool: &sqlx::PgPool, filter: &SampleFilter, step: &str) {
+    let run = filter.run.unwrap();
+    let review = filter.review.map_or("true".to_string(), |r| format!("s.review_state = '{}'", r.as_str()));
+    let facets = list::facets(pool, filter).await.unwrap();
+    let pairs = |values: &[domain::review::FacetValue]| -> Vec<(String, i64)> {
+        values.iter().map(|f| (f.value.clone(), f.count)).collect()
+    };
+    // Each sample once (its first flag's row, or its only row when it has none), except in
+    // the flag facet, where a sample counts under each of its flags.
+    let one = |cond: &str| {
+        format!(
+            "{cond} AND f.code IS NOT DISTINCT FROM (SELECT min(y) FROM unnest(s.flags || s.auto_flags) y)"
+        )
+    };
+    let total = counted(pool, run, "'all'", &one(&review)).await;
+    assert_eq!(facets.total, total.first().map_or(0, |t| t.1), "{step}: total");
+    assert_eq!(
+        pairs(&facets.outcome),
+        counted(pool, run, "s.state::text", &one(&review)).await,
+        "{step}: outcome"
+    );
+    assert_eq!(
+        pairs(&facets.finish_reason),
+        counted(pool, run, "COALESCE(s.finish_reason, '-')", &one(&review)).await,
+        "{step}: finish reason"
+    );
+    assert_eq!(pairs(&facets.flag), counted(pool, run, "f.code", &review).await, "{step}: flags");
+    assert_eq!(
+        pairs(&facets.review),
+        counted(pool, run, "s.review_state::text", &one("true")).await,
+        "{step}: review"
+    );
+    assert_eq!(
+        pairs(&facets.reviewer),
+        counted(pool, run, "s.reviewed_by::text", &one(&review)).await,
+        "{step}: reviewer"
+    );
+    assert_eq!(
+        pairs(&facets.category),
+        counted(pool, run, "COALESCE(d.category, '-')", &one(&review)).await,
+        "{step}: category"
+    );
+}
+
+/// The counts panel reads the tally kept by triggers (migration 0018); whatever moves a sample
+/// (a decision, a bulk decision, an undo, a requeue, a settle, a delete) moves its counts, and
+/// folding the tally changes no count.
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn the_counts_follow_every_change_of_a_sample(pool: sqlx::PgPool) {
+    let mut specs: Vec<Spec> = (0..6).map(|_| ok("Fine.", 10)).collect();
+    specs.push(ok("", 10)); // flagged empty_answer by the engine
+    for _ in 0..3 {
+        specs.push(Spec {
+            state: SampleState::Truncated,
+            finish_reason: Some("length"),
+            reasoning: "thinking and thinking",
+            content: "half an ans",
+            completion_tokens: 256,
+        });
+    }
+    specs.push(Spec {
+        state: SampleState::Failed,
+        finish_reason: None,
+        reasoning: "",
+        content: "",
+        completion_tokens: 0,
+    });
+    specs.push(Spec {
+        state: SampleState::Running,
+        finish_reason: None,
+        reasoning: "",
+        content: "",
+        completion_tokens: 0,
+    });
+    let (run, ids) = seeded_run(&pool, &specs).await;
+    let (other_run, _) = seeded_run(&pool, &[ok("Elsewhere.", 5), ok("Also elsewhere.", 5)]).await;
+    let all = SampleFilter { run: Some(run), ..Default::default() };
+    let rejected = SampleFilter { review: Some(ReviewState::Rejected), ..all.clone() };
+    assert_counts_true(&pool, &all, "seeded").await;
+
+    let ann = person(&pool, "ann", Role::Reviewer).await;
+    let eve = person(&pool, "eve", Role::Engineer).await;
+    review::decide(&pool, &ann, decision(ids[0], 0, Decision::Approve)).await.unwrap();
+    review::decide(
+        &pool,
+        &ann,
+        DecisionInput { flags: vec!["factual_error".into()], ..decision(ids[1], 0, Decision::Reject) },
+    )
+    .await
+    .unwrap();
+    assert_counts_true(&pool, &all, "two decisions").await;
+    assert_counts_true(&pool, &rejected, "two decisions, rejected only").await;
+
+    let truncated = SampleFilter { flag: Some("truncated".into()), ..all.clone() };
+    let input = bulk::BulkInput {
+        filter: truncated,
+        decision: Decision::Reject,
+        flags: vec!["truncated".into()],
+        note: None,
+        expected: 3,
+    };
+    assert_eq!(bulk::apply(&pool, &eve, input).await.unwrap(), 3);
+    assert_counts_true(&pool, &rejected, "a bulk rejection").await;
+    review::undo(&pool, &eve, ids[7], version(&pool, ids[7]).await).await.unwrap();
+    assert_counts_true(&pool, &rejected, "an undo").await;
+
+    regenerate::regenerate(&pool, &eve, ids[1], version(&pool, ids[1]).await).await.unwrap();
+    assert_counts_true(&pool, &all, "a regeneration").await;
+    // A settle, a lease renewal and a text change, as the engine writes them.
+    sqlx::query(
+        "UPDATE samples SET state = 'ok', finish_reason = 'stop', finished_at = now(), lease_owner = NULL,
+                lease_expires_at = NULL WHERE id = $1",
+    )
+    .bind(ids[11])
+    .execute(&pool)
+    .await
+    .unwrap();
+    sqlx::query("UPDATE samples SET content = 'Fine, truly.' WHERE run_id = $1")
+        .bind(run)
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_counts_true(&pool, &all, "a settle and a text change").await;
+
+    let rows_before: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM sample_tally").fetch_one(&pool).await.unwrap();
+    let folded = engine::samples::tally::fold(&pool, 0).await.unwrap();
+    assert_eq!(folded.rows, rows_before);
+    let (rows, keys): (i64, i64) = sqlx::query_as(
+        "SELECT count(*), count(DISTINCT (run_id, state, finish_reason, review_state, reviewed_by, category, flags))
+         FROM sample_tally",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!((rows, keys), (folded.keys, folded.keys), "one row per key after a fold");
+    assert!(rows < rows_before, "a fold leaves fewer rows: {rows} of {rows_before}");
+    assert_counts_true(&pool, &all, "a fold").await;
+    assert_counts_true(&pool, &rejected, "a fold, rejected only").await;
+    let again = engine::samples::tally::fold(&pool, rows).await.unwrap();
+    assert_eq!(again, engine::samples::tally::Folded::default(), "few rows are left alone");
+
+    // A deleted run takes its counts with it; the other run's stay.
+    sqlx::query("DELETE FROM runs WHERE id = $1").bind(run).execute(&pool).await.unwrap();
+    assert_eq!(list::facets(&pool, &all).await.unwrap().total, 0);
+    engine::samples::tally::fold(&pool, 0).await.unwrap();
+    let left: Vec<i64> =
+        sqlx::query_scalar("SELECT DISTINCT run_id FROM sample_tally").fetch_all(&pool).await.unwrap();
+    assert_eq!(left, vec![other_run]);
+    assert_counts_true(&pool, &SampleFilter { run: Some(other_run), ..Default::default() }, "the other run")
+        .await;
+
+    // A filter the tally does not keep (a length range) is counted from the samples.
+    let ranged = SampleFilter {
+        run: Some(other_run),
+        completion_tokens: TokenRange { min: Some(5), max: Some(5) },
+        ..Default::default()
+    };
+    let ranged_counts = list::facets(&pool, &ranged).await.unwrap();
+    assert_eq!(ranged_counts.total, 2);
+    let pairs = |values: &[domain::review::FacetValue]| -> Vec<(String, i64)> {
+        values.iter().map(|f| (f.value.clone(), f.count)).collect()
+    };
+    assert_eq!(pairs(&ranged_counts.outcome), vec![("ok".to_string(), 2)]);
+    assert_eq!(pairs(&ranged_counts.review), vec![("unreviewed".to_string(), 2)]);
+    let none_in_range = SampleFilter { completion_tokens: TokenRange { min: Some(6), max: None }, ..ranged };
+    assert_eq!(list::facets(&pool, &none_in_range).await.unwrap(), domain::review::Facets::default());
+}
+
 #[sqlx::test(migrator = "MIGRATOR")]
 async fn bulk_actions_cover_exactly_the_confirmed_set(pool: sqlx::PgPool) {
     let mut specs: Vec<Spec> = (0..6).map(|_| ok("Fine.", 10)).collect();

@@ -9,7 +9,7 @@ use super::{
     write_back::HoldBudget,
     RunContext,
 };
-use crate::{endpoints, metrics::EngineMetrics, Result};
+use crate::{endpoints, metrics::EngineMetrics, samples::tally, Result};
 use domain::generation::{RunSettings, RunStatus};
 use sqlx::PgPool;
 use std::{
@@ -163,7 +163,8 @@ impl Worker {
         Ok(())
     }
 
-    /// Heartbeat, lease renewal, expired-lease reaping and the live-worker count.
+    /// Heartbeat, lease renewal, expired-lease reaping, folding the sample tally and the
+    /// live-worker count.
     fn housekeeping(
         &self,
         stop: CancellationToken,
@@ -187,6 +188,7 @@ impl Worker {
                     if reaped > 0 {
                         tracing::info!(reaped, "returned samples of a stopped worker to the queue");
                     }
+                    tally::fold(&pool, tally::FOLD_ABOVE).await?;
                     let stale = lease.as_secs_f64().max(1.0) * 2.0;
                     sqlx::query!(
                         "DELETE FROM workers WHERE heartbeat_at < now() - make_interval(secs => $1)",

@@ -1,8 +1,8 @@
 //! The sample list: filtered, sorted, paged by key (never by offset), with counts per filter
-//! value.
+//! value, all counted in one statement over a tally of the samples (`facets`).
 
 use super::reasons;
-use crate::samples::query;
+use crate::samples::{query, tally};
 use crate::{Error, Result};
 use domain::{
     generation::SampleState,
@@ -164,57 +164,87 @@ pub async fn count(pool: &PgPool, filter: &SampleFilter) -> Result<i64> {
 /// The most values listed per dimension.
 const FACET_LIMIT: i64 = 50;
 
-async fn facet(pool: &PgPool, filter: &SampleFilter, dim: FacetDim) -> Result<Vec<FacetValue>> {
-    let (value, label, joins) = match dim {
-        FacetDim::Run => ("s.run_id::text", "r.name", " JOIN runs r ON r.id = s.run_id"),
-        FacetDim::Outcome => ("s.state::text", "s.state::text", ""),
-        FacetDim::FinishReason => {
-            ("COALESCE(s.finish_reason, '-')", "COALESCE(s.finish_reason, '(none)')", "")
-        }
-        FacetDim::Flag => (
-            "f.code",
-            "f.code",
-            ", LATERAL unnest(ARRAY(SELECT DISTINCT unnest(s.flags || s.auto_flags))) AS f(code)",
-        ),
-        FacetDim::Review => ("s.review_state::text", "s.review_state::text", ""),
-        FacetDim::Reviewer => ("s.reviewed_by::text", "u.username", " JOIN users u ON u.id = s.reviewed_by"),
-        FacetDim::Category => ("COALESCE(d.category, '-')", "COALESCE(d.category, '(none)')", ""),
-    };
-    let mut qb: QueryBuilder<Postgres> = QueryBuilder::new(format!(
-        "SELECT {value} AS value, {label} AS label, count(*) AS count FROM samples s"
-    ));
-    let counted = filter.query_without(Some(dim));
-    if dim == FacetDim::Category || counted.needs_rows() {
-        qb.push(" JOIN dataset_rows d ON d.id = s.row_id");
-    }
-    qb.push(joins).push(" WHERE true");
-    query::push_and(&mut qb, &counted);
-    qb.push(" GROUP BY 1, 2 ORDER BY 3 DESC, 1 LIMIT ").push_bind(FACET_LIMIT);
-    let rows: Vec<(String, String, i64)> = qb.build_query_as().fetch_all(pool).await?;
-    Ok(rows.into_iter().map(|(value, label, count)| FacetValue { value, label, count }).collect())
-}
+/// Each dimension of the counts panel: its number in the statement's answer, its value and
+/// label on a tally row `t`, and what it joins to name them.
+const DIMS: [(FacetDim, &str, &str, &str); 7] = [
+    (FacetDim::Run, "t.run_id::text", "r.name", " JOIN runs r ON r.id = t.run_id"),
+    (FacetDim::Outcome, "t.state::text", "t.state::text", ""),
+    (FacetDim::FinishReason, "COALESCE(t.finish_reason, '-')", "COALESCE(t.finish_reason, '(none)')", ""),
+    (FacetDim::Flag, "f.code", "f.code", " CROSS JOIN LATERAL unnest(t.flags) AS f(code)"),
+    (FacetDim::Review, "t.review_state::text", "t.review_state::text", ""),
+    (FacetDim::Reviewer, "t.reviewed_by::text", "u.username", " JOIN users u ON u.id = t.reviewed_by"),
+    (FacetDim::Category, "COALESCE(t.category, '-')", "COALESCE(t.category, '(none)')", ""),
+];
 
-/// Counts per value of every dimension, each with the other filters applied. The queries run
-/// side by side on the pool.
+/// Counts per value of every dimension, each with the other filters applied, in one statement
+/// over a tally: the stored one (`samples::tally`) when the filter narrows only what it keeps,
+/// else one grouped on the spot from the samples that pass the rest of the filter (lengths,
+/// acceptance, text), so the samples are read once, not once per dimension.
 pub async fn facets(pool: &PgPool, filter: &SampleFilter) -> Result<Facets> {
-    if let Some(problem) = filter.query().problems() {
+    let whole = filter.query();
+    if let Some(problem) = whole.problems() {
         return Err(Error::Invalid(problem));
     }
-    let (total, run, outcome, finish_reason, mut flag, review, reviewer, category, reasons) = tokio::try_join!(
-        count(pool, filter),
-        facet(pool, filter, FacetDim::Run),
-        facet(pool, filter, FacetDim::Outcome),
-        facet(pool, filter, FacetDim::FinishReason),
-        facet(pool, filter, FacetDim::Flag),
-        facet(pool, filter, FacetDim::Review),
-        facet(pool, filter, FacetDim::Reviewer),
-        facet(pool, filter, FacetDim::Category),
-        reasons::list(pool),
-    )?;
-    for f in &mut flag {
-        if let Some(reason) = reasons.iter().find(|r| r.code == f.value) {
-            f.label = reason.label.clone();
-        }
+    let mut qb: QueryBuilder<Postgres> = QueryBuilder::new("WITH t AS MATERIALIZED (");
+    if query::tally_answers(&whole) {
+        tally::fold(pool, tally::FOLD_ABOVE).await?;
+        qb.push("SELECT * FROM sample_tally");
+    } else {
+        qb.push(
+            "SELECT g.run_id, g.state, g.finish_reason, g.review_state, g.reviewed_by, g.category,
+                    tally_flags(g.flags, g.auto_flags) AS flags, g.n
+             FROM (SELECT s.run_id, s.state, s.finish_reason, s.review_state, s.reviewed_by, d.category,
+                          s.flags, s.auto_flags, count(*) AS n",
+        );
+        query::push_from_rows(&mut qb, &query::beyond_tally(&whole));
+        qb.push(" GROUP BY 1, 2, 3, 4, 5, 6, 7, 8) AS g");
     }
-    Ok(Facets { total, run, outcome, finish_reason, flag, review, reviewer, category })
+    qb.push(") SELECT -1 AS dim, '' AS value, '' AS label, COALESCE(sum(t.n), 0)::bigint AS count FROM t WHERE true");
+    query::push_kept_on_tally(&mut qb, &whole);
+    for (i, (dim, value, label, joins)) in DIMS.iter().enumerate() {
+        qb.push(format!(
+            " UNION ALL (SELECT {i}, {value}, {label}, sum(t.n)::bigint FROM t{joins} WHERE true"
+        ));
+        query::push_kept_on_tally(&mut qb, &filter.query_without(Some(*dim)));
+        qb.push(" GROUP BY 2, 3 HAVING sum(t.n) > 0 ORDER BY 4 DESC, 2 LIMIT ")
+            .push_bind(FACET_LIMIT)
+            .push(")");
+    }
+    let rows: Vec<(i32, String, String, i64)> = qb.build_query_as().fetch_all(pool).await?;
+    let reasons = reasons::list(pool).await?;
+    let mut facets = Facets::default();
+    for (dim, value, label, count) in rows {
+        let Some((dim, ..)) = usize::try_from(dim).ok().and_then(|i| DIMS.get(i)) else {
+            facets.total = count;
+            continue;
+        };
+        let label = match dim {
+            FacetDim::Flag => reasons.iter().find(|r| r.code == value).map_or(label, |r| r.label.clone()),
+            _ => label,
+        };
+        let values = match dim {
+            FacetDim::Run => &mut facets.run,
+            FacetDim::Outcome => &mut facets.outcome,
+            FacetDim::FinishReason => &mut facets.finish_reason,
+            FacetDim::Flag => &mut facets.flag,
+            FacetDim::Review => &mut facets.review,
+            FacetDim::Reviewer => &mut facets.reviewer,
+            FacetDim::Category => &mut facets.category,
+        };
+        values.push(FacetValue { value, label, count });
+    }
+    // Most first, as each part of the statement ordered them (UNION ALL keeps no order).
+    for values in [
+        &mut facets.run,
+        &mut facets.outcome,
+        &mut facets.finish_reason,
+        &mut facets.flag,
+        &mut facets.review,
+    ]
+    .into_iter()
+    .chain([&mut facets.reviewer, &mut facets.category])
+    {
+        values.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.value.cmp(&b.value)));
+    }
+    Ok(facets)
 }

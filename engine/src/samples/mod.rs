@@ -11,7 +11,8 @@
 //!   text it applied to; `review_lease`: queue mode's hold of one sample by one reviewer.
 //!
 //! `query` turns a `SampleQuery` ("which samples") into SQL for every place that reads or acts
-//! on a set of samples.
+//! on a set of samples; `tally` keeps the counts along the review facets that triggers append
+//! as samples move, folded now and then.
 //!
 //! Callers (generation workers, `generation::runs`, `review::*`) check permissions and explain
 //! refusals; the statements here are the only ones that move a sample. The rule they keep
@@ -40,4 +41,5 @@ pub mod queue;
 pub mod requeue;
 pub mod review;
 pub mod review_lease;
+pub mod tally;
 pub mod token_ids;

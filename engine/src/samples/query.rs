@@ -7,10 +7,47 @@
 //! (`samples_run_outcome_idx (run_id, state, id)`), flags as array overlap (the GIN indexes),
 //! the text through `samples_search_idx`, and a completion range also on the expression the
 //! length orders are indexed by.
+//!
+//! The conditions on what a tally keeps (run, state, finish reason, review state, reviewer,
+//! category, flags; see `samples::tally`) can be put to a tally's rows `t` instead: the counts
+//! panel reads the stored tally when the query narrows nothing else (`tally_answers`), else a
+//! tally grouped from the samples that pass the rest (`beyond_tally`).
 
 use domain::review::TokenRange;
 use domain::sample_query::SampleQuery;
 use sqlx::{Postgres, QueryBuilder};
+
+/// Where each dimension a tally keeps is read from.
+struct Columns {
+    run: &'static str,
+    state: &'static str,
+    finish_reason: &'static str,
+    review_state: &'static str,
+    reviewed_by: &'static str,
+    category: &'static str,
+    /// A sample keeps the reviewer's and the engine's flags apart; a tally row, together.
+    flags: &'static [&'static str],
+}
+
+const SAMPLE: Columns = Columns {
+    run: "s.run_id",
+    state: "s.state",
+    finish_reason: "s.finish_reason",
+    review_state: "s.review_state",
+    reviewed_by: "s.reviewed_by",
+    category: "d.category",
+    flags: &["s.flags", "s.auto_flags"],
+};
+
+const TALLY: Columns = Columns {
+    run: "t.run_id",
+    state: "t.state",
+    finish_reason: "t.finish_reason",
+    review_state: "t.review_state",
+    reviewed_by: "t.reviewed_by",
+    category: "t.category",
+    flags: &["t.flags"],
+};
 
 /// `FROM samples s` (joining the dataset row when the query needs it) `WHERE` its conditions.
 pub fn push_from(qb: &mut QueryBuilder<'_, Postgres>, query: &SampleQuery) {
@@ -30,52 +67,10 @@ pub fn push_from_rows(qb: &mut QueryBuilder<'_, Postgres>, query: &SampleQuery) 
 
 /// Appends ` AND <condition>` for every dimension the query narrows.
 pub fn push_and(qb: &mut QueryBuilder<'_, Postgres>, query: &SampleQuery) {
-    match query.runs.as_slice() {
-        [] => {}
-        [run] => {
-            qb.push(" AND s.run_id = ").push_bind(*run);
-        }
-        runs => {
-            qb.push(" AND s.run_id = ANY(").push_bind(runs.to_vec()).push(")");
-        }
-    }
-    match query.states.as_slice() {
-        [] => {}
-        [state] => {
-            qb.push(" AND s.state = ").push_bind(*state);
-        }
-        states => {
-            qb.push(" AND s.state = ANY(").push_bind(states.to_vec()).push(")");
-        }
-    }
-    if query.finished {
-        qb.push(" AND s.state NOT IN ('pending', 'running')");
-    }
+    push_kept(qb, query, &SAMPLE);
     if query.with_conversation {
         qb.push(" AND s.messages IS NOT NULL");
     }
-    push_nullable_in(qb, "s.finish_reason", &query.finish_reasons);
-    if !query.flags_any.is_empty() {
-        qb.push(" AND ");
-        push_has_flag(qb, &query.flags_any);
-    }
-    if !query.flags_none.is_empty() {
-        qb.push(" AND NOT ");
-        push_has_flag(qb, &query.flags_none);
-    }
-    match query.review.as_slice() {
-        [] => {}
-        [state] => {
-            qb.push(" AND s.review_state = ").push_bind(*state);
-        }
-        states => {
-            qb.push(" AND s.review_state = ANY(").push_bind(states.to_vec()).push(")");
-        }
-    }
-    if let Some(reviewer) = query.reviewer {
-        qb.push(" AND s.reviewed_by = ").push_bind(reviewer);
-    }
-    push_nullable_in(qb, "d.category", &query.categories);
     push_range(qb, "s.prompt_tokens", query.prompt_tokens);
     push_range(qb, "s.reasoning_tokens", query.reasoning_tokens);
     push_range(qb, "s.completion_tokens", query.completion_tokens);
@@ -101,13 +96,89 @@ pub fn push_and(qb: &mut QueryBuilder<'_, Postgres>, query: &SampleQuery) {
     }
 }
 
-/// A reviewer's or the engine's flag among `flags`.
-fn push_has_flag(qb: &mut QueryBuilder<'_, Postgres>, flags: &[String]) {
-    qb.push("(s.flags && ")
-        .push_bind(flags.to_vec())
-        .push("::text[] OR s.auto_flags && ")
-        .push_bind(flags.to_vec())
-        .push("::text[])");
+/// Whether the tally can count the query's samples: it narrows only the dimensions a tally row
+/// keeps (no conversation test, length or acceptance range, text or error search).
+pub fn tally_answers(query: &SampleQuery) -> bool {
+    !query.with_conversation
+        && query.prompt_tokens.is_open()
+        && query.reasoning_tokens.is_open()
+        && query.completion_tokens.is_open()
+        && query.acceptance.is_open()
+        && query.text.as_deref().is_none_or(|q| q.trim().is_empty())
+        && query.error_contains.as_deref().is_none_or(|e| e.trim().is_empty())
+}
+
+/// The part of the query a tally cannot answer (the conversation test, lengths, acceptance,
+/// text, error): what a tally made on the spot from the samples must be made of.
+pub fn beyond_tally(query: &SampleQuery) -> SampleQuery {
+    SampleQuery {
+        with_conversation: query.with_conversation,
+        prompt_tokens: query.prompt_tokens,
+        reasoning_tokens: query.reasoning_tokens,
+        completion_tokens: query.completion_tokens,
+        acceptance: query.acceptance,
+        text: query.text.clone(),
+        error_contains: query.error_contains.clone(),
+        ..SampleQuery::default()
+    }
+}
+
+/// Appends the conditions on what a tally row `t` keeps (runs, states, finish reasons, flags,
+/// review states, reviewer, categories); the rest of the query is `beyond_tally`'s.
+pub fn push_kept_on_tally(qb: &mut QueryBuilder<'_, Postgres>, query: &SampleQuery) {
+    push_kept(qb, query, &TALLY);
+}
+
+/// The conditions on what a tally row keeps, on `columns`.
+fn push_kept(qb: &mut QueryBuilder<'_, Postgres>, query: &SampleQuery, columns: &Columns) {
+    push_in(qb, columns.run, &query.runs);
+    push_in(qb, columns.state, &query.states);
+    if query.finished {
+        qb.push(format!(" AND {} NOT IN ('pending', 'running')", columns.state));
+    }
+    push_nullable_in(qb, columns.finish_reason, &query.finish_reasons);
+    if !query.flags_any.is_empty() {
+        qb.push(" AND ");
+        push_has_flag(qb, columns.flags, &query.flags_any);
+    }
+    if !query.flags_none.is_empty() {
+        qb.push(" AND NOT ");
+        push_has_flag(qb, columns.flags, &query.flags_none);
+    }
+    push_in(qb, columns.review_state, &query.review);
+    if let Some(reviewer) = query.reviewer {
+        qb.push(format!(" AND {} = ", columns.reviewed_by)).push_bind(reviewer);
+    }
+    push_nullable_in(qb, columns.category, &query.categories);
+}
+
+/// `column` among `values`: `=` for one (what a btree index serves best), `= ANY` for more.
+fn push_in<'q, T>(qb: &mut QueryBuilder<'q, Postgres>, column: &'static str, values: &[T])
+where
+    T: Clone + sqlx::Encode<'q, Postgres> + sqlx::Type<Postgres> + Send + 'q,
+    Vec<T>: sqlx::Encode<'q, Postgres> + sqlx::Type<Postgres>,
+{
+    match values {
+        [] => {}
+        [one] => {
+            qb.push(format!(" AND {column} = ")).push_bind(one.clone());
+        }
+        many => {
+            qb.push(format!(" AND {column} = ANY(")).push_bind(many.to_vec()).push(")");
+        }
+    }
+}
+
+/// One of `flags` among the flags kept in `columns` (a reviewer's or the engine's).
+fn push_has_flag(qb: &mut QueryBuilder<'_, Postgres>, columns: &[&'static str], flags: &[String]) {
+    qb.push("(");
+    for (i, column) in columns.iter().enumerate() {
+        if i > 0 {
+            qb.push(" OR ");
+        }
+        qb.push(format!("{column} && ")).push_bind(flags.to_vec()).push("::text[]");
+    }
+    qb.push(")");
 }
 
 /// `column` among `values`, `None` standing for NULL.
