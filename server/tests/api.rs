@@ -159,6 +159,46 @@ async fn a_pipeline_runs_end_to_end_with_a_token_only(pool: sqlx::PgPool) {
         .await;
     assert_eq!(status, StatusCode::CONFLICT, "a stale version is refused: {body}");
 
+    // The counts panel, and one decision for a filtered set: asked first, then confirmed.
+    let (status, counts) = app
+        .api(Method::GET, &format!("/api/v1/runs/{run}/samples/counts?review=unreviewed"), Some(&token), None)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{counts}");
+    assert_eq!(counts["total"], 5, "{counts}");
+    let review: Vec<(String, i64)> = counts["review"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| (v["value"].as_str().unwrap().to_string(), v["count"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(review, vec![("unreviewed".to_string(), 5), ("approved".to_string(), 1)], "{counts}");
+    let bulk = |expected: Option<i64>| json!({"decision": "reject", "note": "checked in bulk", "expected": expected});
+    let path = format!("/api/v1/runs/{run}/samples/decision?review=unreviewed");
+    let (status, asked) = app.api(Method::POST, &path, Some(&token), Some(bulk(None))).await;
+    assert_eq!(
+        (status, asked["matched"].as_i64(), asked["changed"].as_i64()),
+        (StatusCode::OK, Some(5), Some(0)),
+        "{asked}"
+    );
+    let (status, body) = app.api(Method::POST, &path, Some(&token), Some(bulk(Some(4)))).await;
+    assert_eq!(status, StatusCode::CONFLICT, "a count that no longer holds is refused: {body}");
+    assert!(error_message(&body).contains("now matches 5 finished samples, not the 4"), "{body}");
+    let (status, done) = app.api(Method::POST, &path, Some(&token), Some(bulk(Some(5)))).await;
+    assert_eq!((status, done["changed"].as_i64()), (StatusCode::OK, Some(5)), "{done}");
+    let (_, counts) =
+        app.api(Method::GET, &format!("/api/v1/runs/{run}/samples/counts"), Some(&token), None).await;
+    assert_eq!(counts["review"][0]["value"], "rejected", "{counts}");
+    assert_eq!(counts["review"][0]["count"], 5, "{counts}");
+    let (status, body) = app
+        .api(
+            Method::POST,
+            &format!("/api/v1/runs/{run}/samples/decision?flag=nonsense_flag"),
+            Some(&token),
+            Some(json!({"decision": "maybe"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "an unknown decision is refused by name: {body}");
+
     // Export the approved sample and download it.
     let spec = json!({
         "selection": {"run_ids": [run], "outcomes": ["ok"], "review": "approved_only", "excluded_flags": [], "categories": [],
@@ -356,6 +396,8 @@ const ROUTES: &[(&str, &str, Role)] = &[
     ("POST", "/api/v1/runs/{id}/retry", Role::Engineer),
     ("GET", "/api/v1/runs/{id}/events", Role::Engineer),
     ("GET", "/api/v1/runs/{id}/samples", Role::Reviewer),
+    ("GET", "/api/v1/runs/{id}/samples/counts", Role::Reviewer),
+    ("POST", "/api/v1/runs/{id}/samples/decision", Role::Engineer),
     ("GET", "/api/v1/samples/{id}", Role::Reviewer),
     ("POST", "/api/v1/samples/{id}/decision", Role::Reviewer),
     ("GET", "/api/v1/exports", Role::Engineer),

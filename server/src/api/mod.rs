@@ -35,6 +35,8 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .route("/runs/{id}/retry", post(runs::retry))
         .route("/runs/{id}/events", get(runs::events))
         .route("/runs/{id}/samples", get(samples::list))
+        .route("/runs/{id}/samples/counts", get(samples::counts))
+        .route("/runs/{id}/samples/decision", post(samples::decide_all))
         .route("/runs/{id}/acceptance", get(acceptance::run))
         .route("/evaluations", get(acceptance::evaluations))
         .route("/acceptance/compare", get(acceptance::compare))

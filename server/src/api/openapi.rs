@@ -23,7 +23,7 @@ pub const PAGE_PATH: &str = "/api/v1/docs";
     paths(
         runs::create, runs::list, runs::get, runs::pause, runs::resume, runs::cancel, runs::retry,
         runs::events,
-        samples::list, samples::get, samples::decide,
+        samples::list, samples::counts, samples::decide_all, samples::get, samples::decide,
         exports::start, exports::list, exports::get, exports::cancel, exports::files, exports::download,
         endpoints::list, endpoints::create, endpoints::check, endpoints::delete,
         datasets::list, datasets::get, datasets::rows, datasets::import, datasets::upload,

@@ -1,8 +1,9 @@
-//! Samples: a run's samples with the review filters, one sample, and a review decision.
-//! Reviewers and up, as on the Review pages.
+//! Samples: a run's samples with the review filters and their counts, one sample, and a review
+//! decision: reviewers and up, as on the Review pages. A decision for every finished sample of a
+//! filter: engineers and up, as the list's bulk actions.
 
 use super::{
-    auth::Reviewer,
+    auth::{Engineer, Reviewer},
     error::{ApiError, ApiJson, ApiPath, ApiResult},
     page::MAX_LIMIT,
 };
@@ -66,8 +67,7 @@ pub async fn list(
             _ => return Err(ApiError::invalid(format!("limit must be 1 to {MAX_LIMIT}, not `{raw}`"))),
         },
     };
-    query.insert("run".into(), run.to_string());
-    let filter = SampleFilter::from_query(&query).map_err(ApiError::invalid)?;
+    let filter = run_filter(run, query)?;
     let page = engine::review::list::page(&state.services.pool, &filter, after.as_deref(), limit).await?;
     Ok(Json(SamplesPage { items: page.rows, next: page.next }))
 }
@@ -105,4 +105,85 @@ pub async fn decide(
     };
     let version = engine::review::decide(&state.services.pool, &viewer, input).await?;
     Ok(Json(DecisionDone { version }))
+}
+
+/// The review filters of `query` on the samples of `run`.
+fn run_filter(run: i64, mut query: BTreeMap<String, String>) -> Result<SampleFilter, ApiError> {
+    query.insert("run".into(), run.to_string());
+    SampleFilter::from_query(&query).map_err(ApiError::invalid)
+}
+
+/// Counts per filter value, as the list's counts panel shows them: the total, and for each
+/// dimension (run, outcome, finish reason, flag, review, reviewer, category) its values, each
+/// counted with every other filter applied.
+#[utoipa::path(get, path = "/api/v1/runs/{id}/samples/counts", tag = "samples",
+    params(("id" = i64, Path), ("outcome" = Option<String>, Query), ("review" = Option<String>, Query),
+        ("finish_reason" = Option<String>, Query), ("flag" = Option<String>, Query), ("q" = Option<String>, Query)),
+    responses((status = 200, body = Object, description = "total and counts per value of each dimension"),
+        (status = 422, body = super::error::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn counts(
+    State(state): State<AppState>,
+    _: Reviewer,
+    ApiPath(run): ApiPath<i64>,
+    axum::extract::Query(query): axum::extract::Query<BTreeMap<String, String>>,
+) -> ApiResult<domain::review::Facets> {
+    let filter = run_filter(run, query)?;
+    Ok(Json(engine::review::list::facets(&state.services.pool, &filter).await?))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BulkBody {
+    /// `approve`, `reject` or `flag` (a flag needs at least one reason in `flags`).
+    #[schema(value_type = String)]
+    pub decision: Decision,
+    #[serde(default)]
+    pub flags: Vec<String>,
+    pub note: Option<String>,
+    /// The number of finished samples you mean to change, as a call without it answered: the
+    /// decision applies only if the filter still matches exactly that many (else 409, nothing
+    /// changed). Without it, nothing changes and the answer says how many match.
+    pub expected: Option<i64>,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct BulkDone {
+    /// Finished samples the filter matches (the ones a decision can apply to).
+    pub matched: i64,
+    /// Samples the decision changed: 0 when `expected` was left out.
+    pub changed: i64,
+}
+
+/// One decision for every finished sample of a run that the filters (query parameters, as for
+/// the list) match: first without `expected` to learn the count, then with it to apply.
+#[utoipa::path(post, path = "/api/v1/runs/{id}/samples/decision", tag = "samples",
+    params(("id" = i64, Path), ("outcome" = Option<String>, Query), ("review" = Option<String>, Query),
+        ("finish_reason" = Option<String>, Query), ("flag" = Option<String>, Query), ("q" = Option<String>, Query)),
+    request_body = BulkBody,
+    responses((status = 200, body = BulkDone), (status = 409, body = super::error::ErrorBody),
+        (status = 422, body = super::error::ErrorBody)),
+    security(("bearer" = [])))]
+pub async fn decide_all(
+    State(state): State<AppState>,
+    Engineer(viewer): Engineer,
+    ApiPath(run): ApiPath<i64>,
+    axum::extract::Query(query): axum::extract::Query<BTreeMap<String, String>>,
+    ApiJson(body): ApiJson<BulkBody>,
+) -> ApiResult<BulkDone> {
+    let filter = run_filter(run, query)?;
+    let pool = &state.services.pool;
+    let Some(expected) = body.expected else {
+        let matched = engine::review::bulk::count(pool, &filter).await?;
+        return Ok(Json(BulkDone { matched, changed: 0 }));
+    };
+    let input = engine::review::bulk::BulkInput {
+        filter,
+        decision: body.decision,
+        flags: body.flags,
+        note: body.note,
+        expected,
+    };
+    let changed = engine::review::bulk::apply(pool, &viewer, input).await?;
+    Ok(Json(BulkDone { matched: expected, changed }))
 }
