@@ -8,68 +8,20 @@
 //! each kind of phase (ratio), and the server's and PostgreSQL's CPU per viewer.
 #![allow(clippy::unwrap_used)] // Benchmarks may unwrap: a failure there is a failure of the benchmark, with its message.
 
+#[path = "common/procs.rs"]
+mod procs;
+
 use futures::StreamExt;
+use procs::{bin as release_bin, cpu_secs, free_port, login, postgres_cpu_secs, Proc};
 use sqlx::{migrate::MigrateDatabase, PgPool, Postgres};
 use std::{
-    net::TcpListener,
     path::PathBuf,
-    process::{Child, Command, Stdio},
+    process::{Command, Stdio},
     time::{Duration, Instant},
 };
 
 const SAMPLES: i64 = 100_000;
 const VIEWERS: usize = 50;
-
-struct Proc(Child);
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn release_bin(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().and_then(|deps| deps.parent()).expect("target/<profile>/deps").join(name)
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// CPU seconds (user + system) a process has used, from /proc.
-fn cpu_secs(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let fields: Vec<&str> =
-        stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
-    let ticks: f64 = fields.get(11).and_then(|v| v.parse().ok()).unwrap_or(0.0)
-        + fields.get(12).and_then(|v| v.parse().ok()).unwrap_or(0.0);
-    ticks / 100.0
-}
-
-/// CPU seconds of every PostgreSQL process (the snapshots' queries run there).
-fn postgres_cpu_secs() -> f64 {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
-        .filter(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "postgres")
-        })
-        .map(cpu_secs)
-        .sum()
-}
-
-async fn wait_for(url: &str) {
-    let http = reqwest::Client::new();
-    for _ in 0..300 {
-        if http.get(url).send().await.is_ok_and(|r| r.status().is_success()) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("{url} did not come up");
-}
 
 struct Phase {
     viewers: usize,
@@ -99,7 +51,7 @@ async fn main() {
             .expect("build first: cargo build --release -p server -p vllm-sim"),
     );
     let sim_url = format!("http://127.0.0.1:{sim_port}");
-    wait_for(&format!("{sim_url}/health")).await;
+    procs::wait_for(&format!("{sim_url}/health"), Duration::from_secs(30)).await;
 
     let data = tempdir();
     let app_port = free_port();
@@ -131,12 +83,12 @@ async fn main() {
             .spawn()
             .unwrap(),
     );
-    wait_for(&format!("{app_url}/healthz")).await;
+    procs::wait_for(&format!("{app_url}/healthz"), Duration::from_secs(30)).await;
     let pool = PgPool::connect(&db_url).await.unwrap();
     let run_id = seed_run(&pool, &sim_url).await;
     println!("# Dashboard benchmark: run of {SAMPLES} samples, {VIEWERS} viewers, {rounds}×2 phases of {phase_secs} s\n");
 
-    let cookie = login(&app_url).await;
+    let cookie = login(&app_url, "bench", "bench-password-1").await;
     // Let the run reach its steady state first.
     tokio::time::sleep(Duration::from_secs(15)).await;
     let mut phases = Vec::new();
@@ -231,25 +183,6 @@ async fn seed_run(pool: &PgPool, sim_url: &str) -> i64 {
     )
     .await
     .unwrap()
-}
-
-async fn login(app_url: &str) -> String {
-    let response = reqwest::Client::new()
-        .post(format!("{app_url}/api/auth/login"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body("username=bench&password=bench-password-1")
-        .send()
-        .await
-        .unwrap();
-    assert!(response.status().is_success(), "login: {}", response.status());
-    response
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .map(|v| v.split(';').next().unwrap().to_string())
-        .next()
-        .expect("session cookie")
 }
 
 async fn phase(
