@@ -162,14 +162,43 @@ async fn main() {
         println!("| list: pages 1–{ITERATIONS} by key, one run, longest first | 50 | {p50:.1} | {p95:.1} | {max:.1} |");
     }
 
-    // Counts are slow at this size (see the README); REVIEW_BENCH_SKIP_COUNTS=1 leaves them out.
+    // The counts panel: from the stored tally for the first four, grouped from the samples that
+    // pass a search or a length range for the rest. REVIEW_BENCH_SKIP_COUNTS=1 leaves them out.
     let counts = if std::env::var("REVIEW_BENCH_SKIP_COUNTS").is_ok_and(|v| v == "1") {
         vec![]
     } else {
         vec![
             ("counts per value: no filter", SampleFilter::default()),
             ("counts per value: one run", SampleFilter { run: Some(run(0)), ..Default::default() }),
+            (
+                "counts per value: one run, unreviewed, category",
+                SampleFilter {
+                    run: Some(run(0)),
+                    review: Some(ReviewState::Unreviewed),
+                    category: Some("cat3".into()),
+                    ..Default::default()
+                },
+            ),
+            (
+                "counts per value: flag repetition",
+                SampleFilter { flag: Some("repetition".into()), ..Default::default() },
+            ),
             ("counts per value: rare word", SampleFilter { q: Some("zebra".into()), ..Default::default() }),
+            (
+                "counts per value: common word",
+                SampleFilter { q: Some(common[0].into()), ..Default::default() },
+            ),
+            (
+                "counts per value: one run, common word",
+                SampleFilter { run: Some(run(0)), q: Some(common[0].into()), ..Default::default() },
+            ),
+            (
+                "counts per value: completion 4000–6000 tokens",
+                SampleFilter {
+                    completion_tokens: TokenRange { min: Some(4000), max: Some(6000) },
+                    ..Default::default()
+                },
+            ),
         ]
     };
     for (name, filter) in counts {

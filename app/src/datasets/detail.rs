@@ -29,9 +29,15 @@ pub fn DatasetPage() -> impl IntoView {
             }
         },
     );
-    // Live progress while importing: poll once a second, stop once the import has ended.
+    // Live progress while importing: poll once a second, stop once the import has ended. Read
+    // with `try_get`: on the server the row browser's resource can run once more after the page
+    // has been rendered and its values disposed (reading them then panicked the render task and
+    // left the response hanging).
     let importing = Memo::new(move |_| {
-        detail.get().is_some_and(|r| matches!(r, Ok(d) if d.summary.status == DatasetStatus::Importing))
+        detail
+            .try_get()
+            .flatten()
+            .is_some_and(|r| matches!(r, Ok(d) if d.summary.status == DatasetStatus::Importing))
     });
     every(Duration::from_secs(1), move || {
         if importing.get_untracked() {
@@ -206,7 +212,9 @@ fn RowBrowser(id: i64, importing: Memo<bool>) -> impl IntoView {
     let starts = RwSignal::new(vec![None::<i64>]);
     let page = Resource::new(
         // Reloaded when an import ends, so the rows appear without a page reload.
-        move || (search.get(), starts.with(|s| *s.last().unwrap_or(&None)), importing.get()),
+        move || {
+            (search.get(), starts.with(|s| *s.last().unwrap_or(&None)), importing.try_get().unwrap_or(false))
+        },
         move |(search, after, _)| dataset_rows(id, after, search),
     );
     let query = NodeRef::<leptos::html::Input>::new();

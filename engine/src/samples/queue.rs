@@ -112,7 +112,8 @@ pub struct TryRecord {
     pub finish_reason: Option<String>,
     pub prompt_tokens: Option<i32>,
     pub completion_tokens: Option<i32>,
-    /// Counted from the token ids when they came (else the server's figure), as are the next two.
+    /// Counted from the token ids when they came, as are the next two; without ids, the
+    /// server's own figure here and none for the other two (the server gives none).
     pub reasoning_tokens: Option<i32>,
     pub answer_tokens: Option<i32>,
     pub tool_call_tokens: Option<i32>,

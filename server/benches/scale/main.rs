@@ -6,8 +6,8 @@
 //! 2. Runs them once with adaptive concurrency across two simulators of the `seed-deployment`
 //!    profile (completions of about 1,260 tokens with a tail to 8,192) at `BENCH_TIME_SCALE`
 //!    (10) times real speed. Along the way: a SIGKILL of the app and a restart (at 20% of the
-//!    samples finished), 60 s (wall clock) of one simulator answering 503 (at 40%), a restart of
-//!    PostgreSQL (at 60%).
+//!    samples finished), one simulator answering 503 for `BENCH_OUTAGE_SECS` (60) simulated
+//!    seconds, as the whole run is in simulated time (at 40%), a restart of PostgreSQL (at 60%).
 //! 3. Times the run page's snapshot every second during the run; then the review list, its
 //!    counts, the sample page and the pages a user opens, a bulk approval by filter, and exports
 //!    of the approved set as SpecForge JSONL and as pre-tokenized Parquet (time and the app's
@@ -337,6 +337,7 @@ async fn main() {
     let fixed: u32 = knob("BENCH_FIXED", 256);
     let baseline = knob("BENCH_BASELINE", 1) == 1;
     let faults = knob("BENCH_FAULTS", 1) == 1;
+    let outage_secs: u64 = knob("BENCH_OUTAGE_SECS", 60);
     let base = std::env::var("BENCH_PG").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432".into());
     let db_url = format!("{base}/{DB_NAME}");
     let _ = Postgres::drop_database(&db_url).await;
@@ -405,7 +406,9 @@ async fn main() {
     let memory = Arc::new(Memory::default());
     memory.sample(pid.clone());
     app.start().await;
-    let api = Api { http: reqwest::Client::new(), url: app.url.clone(), token };
+    // A call that hangs fails the benchmark instead of stalling it.
+    let http = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().unwrap();
+    let api = Api { http, url: app.url.clone(), token };
 
     // 1. Import.
     memory.new_window();
@@ -478,14 +481,16 @@ async fn main() {
             ));
             faults_done = 1;
         } else if faults && faults_done == 1 && share >= 0.4 {
-            let simulated_ms = (60_000.0 * time_scale) as u64;
             api.http
                 .post(format!("{}/sim/control", sim_urls[0]))
-                .json(&json!({"unavailable_for_ms": simulated_ms, "unavailable_status": 503}))
+                .json(&json!({"unavailable_for_ms": outage_secs * 1000, "unavailable_status": 503}))
                 .send()
                 .await
                 .unwrap();
-            fault_log.push(format!("{at:.0} s, {finished} finished: sim-0 answers 503 for 60 s"));
+            fault_log.push(format!(
+                "{at:.0} s, {finished} finished: sim-0 answers 503 for {outage_secs} simulated s ({:.0} s)",
+                outage_secs as f64 / time_scale
+            ));
             faults_done = 2;
         } else if faults && faults_done == 2 && share >= 0.6 {
             let t = Instant::now();
@@ -625,7 +630,9 @@ async fn main() {
         ));
     }
 
-    println!("\n| call (25,000-sample run; {n} calls each, one after another) | p50 ms | p95 ms | max ms |");
+    println!(
+        "\n| call ({prompts}-sample run; {n} calls each, one after another) | p50 ms | p95 ms | max ms |"
+    );
     println!("| --- | ---: | ---: | ---: |");
     for r in rows {
         println!("{r}");
