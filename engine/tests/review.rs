@@ -517,32 +517,17 @@ async fn assert_counts_true(pool: &sqlx::PgPool, filter: &SampleFilter, step: &s
     };
     let total = counted(pool, run, "'all'", &one(&review)).await;
     assert_eq!(facets.total, total.first().map_or(0, |t| t.1), "{step}: total");
-    assert_eq!(
-        pairs(&facets.outcome),
-        counted(pool, run, "s.state::text", &one(&review)).await,
-        "{step}: outcome"
-    );
-    assert_eq!(
-        pairs(&facets.finish_reason),
-        counted(pool, run, "COALESCE(s.finish_reason, '-')", &one(&review)).await,
-        "{step}: finish reason"
-    );
-    assert_eq!(pairs(&facets.flag), counted(pool, run, "f.code", &review).await, "{step}: flags");
-    assert_eq!(
-        pairs(&facets.review),
-        counted(pool, run, "s.review_state::text", &one("true")).await,
-        "{step}: review"
-    );
-    assert_eq!(
-        pairs(&facets.reviewer),
-        counted(pool, run, "s.reviewed_by::text", &one(&review)).await,
-        "{step}: reviewer"
-    );
-    assert_eq!(
-        pairs(&facets.category),
-        counted(pool, run, "COALESCE(d.category, '-')", &one(&review)).await,
-        "{step}: category"
-    );
+    let dimensions = [
+        ("outcome", &facets.outcome, "s.state::text", one(&review)),
+        ("finish reason", &facets.finish_reason, "COALESCE(s.finish_reason, '-')", one(&review)),
+        ("flags", &facets.flag, "f.code", review.clone()),
+        ("review", &facets.review, "s.review_state::text", one("true")),
+        ("reviewer", &facets.reviewer, "s.reviewed_by::text", one(&review)),
+        ("category", &facets.category, "COALESCE(d.category, '-')", one(&review)),
+    ];
+    for (name, values, value, cond) in dimensions {
+        assert_eq!(pairs(values), counted(pool, run, value, &cond).await, "{step}: {name}");
+    }
 }
 
 /// The counts panel reads the tally kept by triggers (migration 0018); whatever moves a sample
