@@ -43,6 +43,22 @@ fn ok(content: &'static str, tokens: i32) -> Spec {
     }
 }
 
+/// A sample cut at `max_tokens` mid-answer.
+fn cut_at_max_tokens() -> Spec {
+    Spec {
+        state: SampleState::Truncated,
+        finish_reason: Some("length"),
+        reasoning: "thinking and thinking",
+        content: "half an ans",
+        completion_tokens: 256,
+    }
+}
+
+/// A sample in `state` that holds no text: running, or failed before any arrived.
+fn without_text(state: SampleState) -> Spec {
+    Spec { state, finish_reason: None, reasoning: "", content: "", completion_tokens: 0 }
+}
+
 /// A run with one sample per spec, written straight to the tables (no generation needed).
 async fn seeded_run(pool: &sqlx::PgPool, specs: &[Spec]) -> (i64, Vec<i64>) {
     let questions: Vec<String> = (0..specs.len()).map(|i| format!("Question number {i}?")).collect();
@@ -162,20 +178,7 @@ async fn a_decision_is_logged_and_a_stale_save_is_refused(pool: sqlx::PgPool) {
 
 #[sqlx::test(migrator = "MIGRATOR")]
 async fn flags_need_known_reasons_and_unfinished_samples_cannot_be_judged(pool: sqlx::PgPool) {
-    let (_, ids) = seeded_run(
-        &pool,
-        &[
-            ok("Fine.", 3),
-            Spec {
-                state: SampleState::Running,
-                finish_reason: None,
-                reasoning: "",
-                content: "",
-                completion_tokens: 0,
-            },
-        ],
-    )
-    .await;
+    let (_, ids) = seeded_run(&pool, &[ok("Fine.", 3), without_text(SampleState::Running)]).await;
     let ann = person(&pool, "ann", Role::Reviewer).await;
     let no_reason = review::decide(&pool, &ann, decision(ids[0], 0, Decision::Flag)).await.unwrap_err();
     assert!(no_reason.to_string().contains("at least one reason"), "{no_reason}");
@@ -356,13 +359,7 @@ async fn the_list_filters_searches_counts_and_pages_by_key(pool: sqlx::PgPool) {
         content: "",
         completion_tokens: 256,
     });
-    specs.push(Spec {
-        state: SampleState::Failed,
-        finish_reason: None,
-        reasoning: "",
-        content: "",
-        completion_tokens: 0,
-    });
+    specs.push(without_text(SampleState::Failed));
     let (run, ids) = seeded_run(&pool, &specs).await;
     let ann = person(&pool, "ann", Role::Reviewer).await;
     review::decide(&pool, &ann, decision(ids[0], 0, Decision::Approve)).await.unwrap();
@@ -538,28 +535,10 @@ async fn the_counts_follow_every_change_of_a_sample(pool: sqlx::PgPool) {
     let mut specs: Vec<Spec> = (0..6).map(|_| ok("Fine.", 10)).collect();
     specs.push(ok("", 10)); // flagged empty_answer by the engine
     for _ in 0..3 {
-        specs.push(Spec {
-            state: SampleState::Truncated,
-            finish_reason: Some("length"),
-            reasoning: "thinking and thinking",
-            content: "half an ans",
-            completion_tokens: 256,
-        });
+        specs.push(cut_at_max_tokens());
     }
-    specs.push(Spec {
-        state: SampleState::Failed,
-        finish_reason: None,
-        reasoning: "",
-        content: "",
-        completion_tokens: 0,
-    });
-    specs.push(Spec {
-        state: SampleState::Running,
-        finish_reason: None,
-        reasoning: "",
-        content: "",
-        completion_tokens: 0,
-    });
+    specs.push(without_text(SampleState::Failed));
+    specs.push(without_text(SampleState::Running));
     let (run, ids) = seeded_run(&pool, &specs).await;
     let (other_run, _) = seeded_run(&pool, &[ok("Elsewhere.", 5), ok("Also elsewhere.", 5)]).await;
     let all = SampleFilter { run: Some(run), ..Default::default() };
@@ -659,13 +638,7 @@ async fn the_counts_follow_every_change_of_a_sample(pool: sqlx::PgPool) {
 async fn bulk_actions_cover_exactly_the_confirmed_set(pool: sqlx::PgPool) {
     let mut specs: Vec<Spec> = (0..6).map(|_| ok("Fine.", 10)).collect();
     for _ in 0..4 {
-        specs.push(Spec {
-            state: SampleState::Truncated,
-            finish_reason: Some("length"),
-            reasoning: "thinking and thinking",
-            content: "half an ans",
-            completion_tokens: 256,
-        });
+        specs.push(cut_at_max_tokens());
     }
     let (run, ids) = seeded_run(&pool, &specs).await;
     let rita = person(&pool, "rita", Role::Reviewer).await;
