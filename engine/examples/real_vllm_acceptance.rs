@@ -26,6 +26,9 @@
 //! draft's name in the app, `tiny-perturbed`).
 #![allow(clippy::unwrap_used)] // Examples may unwrap: a failure there is a failure of the example, with its message.
 
+#[path = "common/scratch_database.rs"]
+mod scratch_database;
+
 use domain::acceptance::{DraftRef, Pooled, RunAcceptance};
 use domain::generation::{Selection, Thinking};
 use engine::acceptance::{compare, report};
@@ -331,16 +334,7 @@ async fn main() -> anyhow::Result<()> {
     let temperature: f64 = env_or("REAL_VLLM_TEMPERATURE", 0.0);
     let max_tokens: u32 = env_or("REAL_VLLM_MAX_TOKENS", 96);
 
-    let server = std::env::var("DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-    let mut url = url::Url::parse(&server)?;
-    url.set_path("/postgres");
-    let admin = engine::db::connect(url.as_str(), 1).await?;
-    sqlx::query(&format!("DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)")).execute(&admin).await?;
-    sqlx::query(&format!("CREATE DATABASE {DATABASE}")).execute(&admin).await?;
-    url.set_path(&format!("/{DATABASE}"));
-    let pool = engine::db::connect(url.as_str(), 8).await?;
-    engine::db::migrate(&pool).await?;
+    let pool = scratch_database::scratch_database(DATABASE).await?;
 
     let by = user(&pool).await;
     let kinds = [

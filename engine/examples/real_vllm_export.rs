@@ -20,6 +20,8 @@
 
 #[path = "common/real_vllm.rs"]
 mod real_vllm;
+#[path = "common/scratch_database.rs"]
+mod scratch_database;
 
 use domain::export::Overlong;
 use domain::generation::{Concurrency, TurnMode};
@@ -42,7 +44,7 @@ fn request_messages(turns: &[Turn], index: usize) -> Value {
 async fn main() -> anyhow::Result<()> {
     let prompts: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(40);
     let (base, model_dir) = real_vllm::server("http://127.0.0.1:8011")?;
-    let pool = real_vllm::scratch_database("draft_studio_real_vllm_export").await?;
+    let pool = scratch_database::scratch_database("draft_studio_real_vllm_export").await?;
 
     // Half single-turn questions, half two-turn conversations regenerated turn by turn.
     let by = user(&pool).await;

@@ -26,6 +26,8 @@
 
 #[path = "common/real_vllm.rs"]
 mod real_vllm;
+#[path = "common/scratch_database.rs"]
+mod scratch_database;
 
 use domain::export::Overlong;
 use domain::generation::{Concurrency, Thinking, ToolChoice, TurnMode};
@@ -91,7 +93,7 @@ fn request_messages(turns: &[Turn], index: usize) -> Value {
 async fn main() -> anyhow::Result<()> {
     let prompts: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(24);
     let (base, model_dir) = real_vllm::server("http://127.0.0.1:8013")?;
-    let pool = real_vllm::scratch_database("draft_studio_real_vllm_tools").await?;
+    let pool = scratch_database::scratch_database("draft_studio_real_vllm_tools").await?;
 
     let by = user(&pool).await;
     let endpoint = endpoint_at(&pool, &base, by).await;

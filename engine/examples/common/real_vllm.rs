@@ -1,6 +1,7 @@
-//! What the real-vLLM examples share: their settings from the environment, a scratch database,
-//! a pre-tokenized export of runs from the captured ids (one row per request), and each row
-//! compared with what the server says of the same request.
+//! What the real-vLLM export examples share: their settings from the environment, a
+//! pre-tokenized export of runs from the captured ids (one row per request), and each row
+//! compared with what the server says of the same request. Their scratch database is
+//! `scratch_database.rs`, which the acceptance check uses too.
 
 use domain::export::*;
 use domain::generation::SampleState;
@@ -19,21 +20,6 @@ pub fn server(default_url: &str) -> anyhow::Result<(String, PathBuf)> {
         )
     })?);
     Ok((base, model_dir))
-}
-
-/// A new, migrated database `name` on `DATABASE_URL`'s server (dropped first if it exists).
-pub async fn scratch_database(name: &str) -> anyhow::Result<PgPool> {
-    let server = std::env::var("DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-    let mut url = url::Url::parse(&server)?;
-    url.set_path("/postgres");
-    let admin = engine::db::connect(url.as_str(), 1).await?;
-    sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&admin).await?;
-    sqlx::query(&format!("CREATE DATABASE {name}")).execute(&admin).await?;
-    url.set_path(&format!("/{name}"));
-    let pool = engine::db::connect(url.as_str(), 8).await?;
-    engine::db::migrate(&pool).await?;
-    Ok(pool)
 }
 
 pub fn ids(value: &Value) -> Vec<u32> {
