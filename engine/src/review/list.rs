@@ -210,6 +210,8 @@ pub async fn facets(pool: &PgPool, filter: &SampleFilter) -> Result<Facets> {
             .push_bind(FACET_LIMIT)
             .push(")");
     }
+    // Each dimension's values most first (a UNION ALL keeps no order of its parts).
+    qb.push(" ORDER BY 1, 4 DESC, 2");
     let rows: Vec<(i32, String, String, i64)> = qb.build_query_as().fetch_all(pool).await?;
     let reasons = reasons::list(pool).await?;
     let mut facets = Facets::default();
@@ -232,19 +234,6 @@ pub async fn facets(pool: &PgPool, filter: &SampleFilter) -> Result<Facets> {
             FacetDim::Category => &mut facets.category,
         };
         values.push(FacetValue { value, label, count });
-    }
-    // Most first, as each part of the statement ordered them (UNION ALL keeps no order).
-    for values in [
-        &mut facets.run,
-        &mut facets.outcome,
-        &mut facets.finish_reason,
-        &mut facets.flag,
-        &mut facets.review,
-    ]
-    .into_iter()
-    .chain([&mut facets.reviewer, &mut facets.category])
-    {
-        values.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.value.cmp(&b.value)));
     }
     Ok(facets)
 }
