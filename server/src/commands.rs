@@ -188,6 +188,13 @@ async fn worker(config: Config, shutdown: CancellationToken) -> anyhow::Result<(
 
 async fn print_banner(config: &Config, pool: &PgPool) {
     println!("Draft Studio is running at {}", config.display_url());
+    if matches!(engine::db::autovacuum_on(pool).await, Ok(false)) {
+        tracing::warn!(
+            "autovacuum is off on this PostgreSQL server: the samples table keeps every old copy of a \
+             sample and pages slow down as runs finish. Set `autovacuum = on` in postgresql.conf, \
+             or run VACUUM ANALYZE after each run."
+        );
+    }
     if matches!(engine::auth::count_users(pool).await, Ok(0)) {
         println!(
             "No accounts yet. Create the first admin with:\n  draft-studio user add <name> --role admin"
