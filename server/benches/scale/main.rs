@@ -553,7 +553,12 @@ async fn main() {
     .await
     .unwrap();
     let n = 30;
-    let mut rows = vec![row("run page: snapshot during the run (API)", snapshot_ms)];
+    // Each row is printed as soon as it is measured, so a failure later keeps what came before.
+    println!(
+        "\n| call ({prompts}-sample run; {n} calls each, one after another) | p50 ms | p95 ms | max ms |"
+    );
+    println!("| --- | ---: | ---: | ---: |");
+    println!("{}", row("run page: snapshot during the run (API)", snapshot_ms));
     let samples = format!("/api/v1/runs/{run}/samples");
     for (name, query) in [
         ("review list: first page, no filter", ""),
@@ -562,7 +567,7 @@ async fn main() {
         ("review list: unreviewed, category code", "?review=unreviewed&category=code"),
         ("review list: search a word", "?q=speculative"),
     ] {
-        rows.push(row(name, api.time(&format!("{samples}{query}"), None, n).await));
+        println!("{}", row(name, api.time(&format!("{samples}{query}"), None, n).await));
     }
     for (name, query) in [
         ("counts: no filter", ""),
@@ -570,12 +575,15 @@ async fn main() {
         ("counts: search a word", "?q=speculative"),
         ("counts: completion 4,000–8,192 tokens", "?completion_min=4000&completion_max=8192"),
     ] {
-        rows.push(row(name, api.time(&format!("{samples}/counts{query}"), None, n).await));
+        println!("{}", row(name, api.time(&format!("{samples}/counts{query}"), None, n).await));
     }
-    rows.push(row(
-        "sample (API), the longest answer",
-        api.time(&format!("/api/v1/samples/{sample}"), None, n).await,
-    ));
+    println!(
+        "{}",
+        row(
+            "sample (API), the longest answer",
+            api.time(&format!("/api/v1/samples/{sample}"), None, n).await,
+        )
+    );
     for (name, path) in [
         ("page /", "/".to_string()),
         ("page /runs", "/runs".to_string()),
@@ -585,7 +593,7 @@ async fn main() {
         ("page /datasets/{id}", format!("/datasets/{dataset}")),
         ("page /exports", "/exports".to_string()),
     ] {
-        rows.push(row(name, api.time(&path, Some(&cookie), n).await));
+        println!("{}", row(name, api.time(&path, Some(&cookie), n).await));
     }
     let bulk = format!("/api/v1/runs/{run}/samples/decision?outcome=ok");
     let started = Instant::now();
@@ -630,13 +638,6 @@ async fn main() {
         ));
     }
 
-    println!(
-        "\n| call ({prompts}-sample run; {n} calls each, one after another) | p50 ms | p95 ms | max ms |"
-    );
-    println!("| --- | ---: | ---: | ---: |");
-    for r in rows {
-        println!("{r}");
-    }
     println!(
         "\n- bulk approval of outcome ok: {matched} matched, {} approved in {bulk_secs:.1} s (ask, then confirm)",
         done["changed"]
