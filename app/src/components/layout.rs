@@ -11,21 +11,48 @@ use leptos_router::{
 /// already redirects them; this covers client-side navigation after a session ends).
 #[component]
 pub fn Layout() -> impl IntoView {
-    let viewer = Resource::new(|| (), |_| current_viewer());
-    view! {
-        <Suspense fallback=|| view! { <div class="boot">"Loading…"</div> }>
-            {move || Suspend::new(async move {
-                match viewer.await {
-                    Ok(Some(viewer)) => view! { <SignedIn viewer/> }.into_any(),
-                    Ok(None) | Err(_) => {
-                        let location = use_location();
-                        let next = format!("{}{}", location.pathname.get_untracked(), location.search.get_untracked());
-                        let query = if next == "/" { String::new() } else { format!("?next={}", encode(&next)) };
-                        view! { <Redirect path=format!("/login{query}")/> }.into_any()
-                    }
-                }
-            })}
-        </Suspense>
+    // The server knows who is signed in before it renders (the request carries the viewer), and
+    // hands that to the browser inside the page. Loading it with a resource read in a <Suspense>
+    // around the whole page made Leptos build the page again each time it walked the Suspense
+    // until it settled: every page's own data was loaded three times per request.
+    // `None` only when this frame is first built in the browser after the page loaded (a link
+    // from the not-found page): then the viewer is asked for.
+    match SharedValue::new(viewer_on_server).into_inner() {
+        Some(viewer) => signed_in_or_login(viewer),
+        None => {
+            let viewer = Resource::new(|| (), |_| current_viewer());
+            view! {
+                <Suspense fallback=|| view! { <div class="boot">"Loading…"</div> }>
+                    {move || Suspend::new(async move { signed_in_or_login(viewer.await.ok().flatten()) })}
+                </Suspense>
+            }
+            .into_any()
+        }
+    }
+}
+
+/// Who is signed in, as the server rendering the page knows it; `None` in the browser.
+fn viewer_on_server() -> Option<Option<Viewer>> {
+    #[cfg(feature = "ssr")]
+    {
+        Some(crate::ssr::viewer())
+    }
+    #[cfg(not(feature = "ssr"))]
+    {
+        None
+    }
+}
+
+/// The frame for a signed-in viewer, or the way to the login page and back.
+fn signed_in_or_login(viewer: Option<Viewer>) -> AnyView {
+    match viewer {
+        Some(viewer) => view! { <SignedIn viewer/> }.into_any(),
+        None => {
+            let location = use_location();
+            let next = format!("{}{}", location.pathname.get_untracked(), location.search.get_untracked());
+            let query = if next == "/" { String::new() } else { format!("?next={}", encode(&next)) };
+            view! { <Redirect path=format!("/login{query}")/> }.into_any()
+        }
     }
 }
 
