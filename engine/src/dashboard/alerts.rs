@@ -108,7 +108,7 @@ fn human_duration(secs: f64) -> String {
 pub async fn inputs(pool: &PgPool, run_id: i64) -> crate::Result<AlertInputs> {
     let row = sqlx::query!(
         r#"SELECT r.status AS "status: RunStatus",
-                  (SELECT count(*) FROM samples s WHERE s.run_id = r.id AND s.state IN ('pending', 'running')) AS "remaining!",
+                  (SELECT COALESCE(sum(t.n), 0) FROM sample_tally t WHERE t.run_id = r.id AND t.state IN ('pending', 'running'))::bigint AS "remaining!",
                   extract(epoch FROM now() - COALESCE(
                       (SELECT max(m.at) + interval '1 second' FROM run_metrics m WHERE m.run_id = r.id AND m.completed > 0),
                       r.created_at))::float8 AS "idle_secs!",

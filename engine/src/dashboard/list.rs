@@ -1,8 +1,9 @@
 //! The runs list: newest first, with counts by state and a throughput sparkline.
 
+use crate::samples::tally;
 use domain::{
-    dashboard::{RunListItem, StateCounts},
-    generation::{RunSettings, RunStatus, SampleState},
+    dashboard::RunListItem,
+    generation::{RunSettings, RunStatus},
 };
 use sqlx::PgPool;
 use std::collections::HashMap;
@@ -21,7 +22,7 @@ pub async fn list(pool: &PgPool, limit: i64) -> crate::Result<Vec<RunListItem>> 
     .fetch_all(pool)
     .await?;
     let ids: Vec<i64> = runs.iter().map(|r| r.id).collect();
-    let mut counts = counts_by_run(pool, &ids).await?;
+    let mut counts = tally::states_by_run(pool, &ids).await?;
     let mut sparks: HashMap<i64, Vec<(i64, f64)>> = HashMap::new();
     for row in sqlx::query!(
         r#"WITH last AS (SELECT run_id, max(at) AS until FROM run_metrics WHERE run_id = ANY($1) GROUP BY run_id)
@@ -57,25 +58,6 @@ pub async fn list(pool: &PgPool, limit: i64) -> crate::Result<Vec<RunListItem>> 
             }
         })
         .collect())
-}
-
-/// How many samples of each run are in each state.
-pub(crate) async fn counts_by_run(
-    pool: &PgPool,
-    run_ids: &[i64],
-) -> crate::Result<HashMap<i64, StateCounts>> {
-    let mut counts: HashMap<i64, StateCounts> = HashMap::new();
-    for row in sqlx::query!(
-        r#"SELECT run_id, state AS "state!: SampleState", count(*) AS "n!" FROM samples
-           WHERE run_id = ANY($1) GROUP BY run_id, state"#,
-        run_ids
-    )
-    .fetch_all(pool)
-    .await?
-    {
-        counts.entry(row.run_id).or_default().add(row.state, row.n);
-    }
-    Ok(counts)
 }
 
 /// Minutes without any record are zeros, so the line shows stalls as dips.

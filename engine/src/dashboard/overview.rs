@@ -1,11 +1,9 @@
 //! The home page's figures: the runs in progress with their rate, and where review stands on
 //! the latest runs. (Endpoints, exports and a reviewer's own queue come from their modules.)
 
-use super::{list::counts_by_run, rates};
-use domain::{
-    dashboard::{ReviewProgress, RunInProgress},
-    generation::RunStatus,
-};
+use super::rates;
+use crate::samples::tally;
+use domain::{dashboard::RunInProgress, generation::RunStatus};
 use sqlx::PgPool;
 
 /// Running and paused runs, newest first.
@@ -19,7 +17,7 @@ pub async fn runs_in_progress(pool: &PgPool) -> crate::Result<Vec<RunInProgress>
     .fetch_all(pool)
     .await?;
     let ids: Vec<i64> = runs.iter().map(|r| r.id).collect();
-    let mut counts = counts_by_run(pool, &ids).await?;
+    let mut counts = tally::states_by_run(pool, &ids).await?;
     let mut rates = rates::last_minute(pool, &ids).await?;
     Ok(runs
         .into_iter()
@@ -43,28 +41,8 @@ pub async fn runs_in_progress(pool: &PgPool) -> crate::Result<Vec<RunInProgress>
         .collect())
 }
 
-/// Review progress on the finished samples of the latest `runs` runs that have any, newest
-/// first.
-pub async fn review_progress(pool: &PgPool, runs: i64) -> crate::Result<Vec<ReviewProgress>> {
-    Ok(sqlx::query_as!(
-        ReviewProgress,
-        r#"WITH recent AS (
-               SELECT r.id, r.name FROM runs r
-               WHERE EXISTS (SELECT 1 FROM samples s WHERE s.run_id = r.id AND s.state NOT IN ('pending', 'running'))
-               ORDER BY r.id DESC LIMIT $1)
-           SELECT recent.id AS run_id, recent.name AS run_name,
-                  count(*) FILTER (WHERE s.review_state = 'unreviewed') AS "to_review!",
-                  count(*) FILTER (WHERE s.review_state = 'approved') AS "approved!",
-                  count(*) FILTER (WHERE s.review_state = 'rejected') AS "rejected!",
-                  count(*) FILTER (WHERE s.review_state = 'flagged') AS "flagged!"
-           FROM recent JOIN samples s ON s.run_id = recent.id AND s.state NOT IN ('pending', 'running')
-           GROUP BY recent.id, recent.name
-           ORDER BY recent.id DESC"#,
-        runs
-    )
-    .fetch_all(pool)
-    .await?)
-}
+/// Review progress on the finished samples of the latest runs, from the tally.
+pub use crate::samples::tally::review_progress;
 
 /// How many datasets are ready to generate from (for the overview's first steps).
 pub async fn datasets_ready(pool: &PgPool) -> crate::Result<i64> {

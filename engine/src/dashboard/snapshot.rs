@@ -15,27 +15,27 @@ pub struct SlowParts {
     pub attempts: Vec<(i32, i64)>,
 }
 
+/// The length statistics and the attempts histogram, in one pass over the run's finished
+/// samples.
 pub async fn slow_parts(pool: &PgPool, run_id: i64) -> crate::Result<SlowParts> {
-    let stats = sqlx::query!(
-        r#"SELECT count(*) AS "count!", avg(completion_tokens)::float8 AS mean,
-                  percentile_cont(0.5) WITHIN GROUP (ORDER BY completion_tokens) AS p50,
-                  percentile_cont(0.95) WITHIN GROUP (ORDER BY completion_tokens) AS p95
-           FROM samples WHERE run_id = $1 AND state IN ('ok', 'truncated') AND completion_tokens IS NOT NULL"#,
+    let row = sqlx::query!(
+        r#"WITH finished AS MATERIALIZED (
+               SELECT state, completion_tokens, attempts FROM samples
+               WHERE run_id = $1 AND state IN ('ok', 'truncated', 'timed_out', 'failed', 'empty'))
+           SELECT a.count AS "count!", a.mean, a.p50, a.p95,
+                  ARRAY(SELECT attempts FROM finished GROUP BY attempts ORDER BY attempts) AS "attempts!",
+                  ARRAY(SELECT count(*) FROM finished GROUP BY attempts ORDER BY attempts) AS "attempt_counts!"
+           FROM (SELECT count(*) AS count, avg(completion_tokens)::float8 AS mean,
+                        percentile_cont(0.5) WITHIN GROUP (ORDER BY completion_tokens) AS p50,
+                        percentile_cont(0.95) WITHIN GROUP (ORDER BY completion_tokens) AS p95
+                 FROM finished WHERE state IN ('ok', 'truncated') AND completion_tokens IS NOT NULL) AS a"#,
         run_id
     )
     .fetch_one(pool)
     .await?;
-    let attempts = sqlx::query!(
-        r#"SELECT attempts, count(*) AS "n!" FROM samples
-           WHERE run_id = $1 AND state IN ('ok', 'truncated', 'timed_out', 'failed', 'empty')
-           GROUP BY attempts ORDER BY attempts"#,
-        run_id
-    )
-    .fetch_all(pool)
-    .await?;
     Ok(SlowParts {
-        completion: LengthStats { count: stats.count, mean: stats.mean, p50: stats.p50, p95: stats.p95 },
-        attempts: attempts.into_iter().map(|r| (r.attempts, r.n)).collect(),
+        completion: LengthStats { count: row.count, mean: row.mean, p50: row.p50, p95: row.p95 },
+        attempts: row.attempts.into_iter().zip(row.attempt_counts).collect(),
     })
 }
 
@@ -152,16 +152,7 @@ pub async fn full(pool: &PgPool, run_id: i64, policy: &AlertPolicy) -> crate::Re
     read(pool, run_id, slow, policy).await
 }
 
+/// How many of the run's samples are in each state.
 pub async fn counts(pool: &PgPool, run_id: i64) -> crate::Result<StateCounts> {
-    let rows = sqlx::query!(
-        r#"SELECT state AS "state!: SampleState", count(*) AS "n!" FROM samples WHERE run_id = $1 GROUP BY state"#,
-        run_id
-    )
-    .fetch_all(pool)
-    .await?;
-    let mut counts = StateCounts::default();
-    for row in rows {
-        counts.add(row.state, row.n);
-    }
-    Ok(counts)
+    Ok(crate::samples::tally::states_by_run(pool, &[run_id]).await?.remove(&run_id).unwrap_or_default())
 }

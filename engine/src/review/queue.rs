@@ -3,7 +3,7 @@
 //! never get the same sample; and their progress. The lease's statements are
 //! `samples::review_lease`.
 
-use crate::samples::review_lease;
+use crate::samples::{review_lease, tally};
 use crate::Result;
 use domain::review::QueueProgress;
 use sqlx::PgPool;
@@ -34,34 +34,29 @@ pub async fn release(pool: &PgPool, reviewer: i64, sample_id: i64) -> Result<boo
 /// The reviewer's own progress and what is left.
 pub async fn progress(pool: &PgPool, reviewer: i64, run: Option<i64>) -> Result<QueueProgress> {
     let mine_today = sqlx::query_scalar!(
-        r#"SELECT count(*) AS "n!" FROM review_events e JOIN samples s ON s.id = e.sample_id
+        // The sample is looked up only for a run's count (a bulk decision on a whole run is
+        // as many events as samples).
+        r#"SELECT count(*) AS "n!" FROM review_events e
            WHERE e.actor = $1 AND e.kind IN ('decision', 'bulk') AND e.undone_by IS NULL
              AND e.at >= date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
-             AND ($2::bigint IS NULL OR s.run_id = $2)"#,
+             AND ($2::bigint IS NULL OR EXISTS (SELECT 1 FROM samples s WHERE s.id = e.sample_id AND s.run_id = $2))"#,
         reviewer,
         run
     )
     .fetch_one(pool)
     .await?;
-    let mine_total = sqlx::query_scalar!(
-        r#"SELECT count(*) AS "n!" FROM samples WHERE reviewed_by = $1 AND review_state <> 'unreviewed'
+    let mine_total = tally::decided_by(pool, reviewer, run).await?;
+    let remaining = tally::to_review(pool, run).await?;
+    // Few samples are held at a time: the lease index finds them.
+    let held = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "n!" FROM samples
+           WHERE review_lease_owner IS NOT NULL AND review_lease_owner <> $1 AND review_lease_expires > now()
+             AND review_state = 'unreviewed' AND state NOT IN ('pending', 'running')
              AND ($2::bigint IS NULL OR run_id = $2)"#,
         reviewer,
         run
     )
     .fetch_one(pool)
     .await?;
-    let left = sqlx::query!(
-        r#"SELECT count(*) AS "remaining!",
-                  count(*) FILTER (WHERE review_lease_owner IS NOT NULL AND review_lease_owner <> $1
-                                     AND review_lease_expires > now()) AS "held!"
-           FROM samples
-           WHERE review_state = 'unreviewed' AND state NOT IN ('pending', 'running')
-             AND ($2::bigint IS NULL OR run_id = $2)"#,
-        reviewer,
-        run
-    )
-    .fetch_one(pool)
-    .await?;
-    Ok(QueueProgress { mine_today, mine_total, remaining: left.remaining, held_by_others: left.held })
+    Ok(QueueProgress { mine_today, mine_total, remaining, held_by_others: held })
 }
