@@ -321,7 +321,7 @@ async fn seed(pool: &PgPool, samples: i64) {
     }
     let indexes: Vec<(String, String)> = sqlx::query_as(
         "SELECT i.indexname, i.indexdef FROM pg_indexes i
-         WHERE i.tablename = 'samples' AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conname = i.indexname)",
+         WHERE i.tablename IN ('samples', 'sample_search') AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conname = i.indexname)",
     )
     .fetch_all(pool)
     .await
@@ -433,6 +433,7 @@ async fn seed(pool: &PgPool, samples: i64) {
         println!("  index {name} built ({:.0} s)", t.elapsed().as_secs_f64());
     }
     exec(pool, "VACUUM ANALYZE samples").await;
+    exec(pool, "VACUUM ANALYZE sample_search").await;
     exec(pool, "ANALYZE dataset_rows").await;
     println!("seeded in {:.0} s\n", started.elapsed().as_secs_f64());
 }

@@ -406,8 +406,8 @@ async fn the_list_filters_searches_counts_and_pages_by_key(pool: sqlx::PgPool) {
     );
     // The conversation ends with the answer: it is indexed once, not again from its column.
     let positions: Vec<i16> = sqlx::query_scalar(
-        "SELECT cardinality(t.positions)::smallint FROM samples s, unnest(s.search) t
-         WHERE s.id = $1 AND t.lexeme = 'mitochondria'",
+        "SELECT cardinality(t.positions)::smallint FROM sample_search x, unnest(x.search) t
+         WHERE x.sample_id = $1 AND t.lexeme = 'mitochondria'",
     )
     .bind(ids[0])
     .fetch_all(&pool)

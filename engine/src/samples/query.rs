@@ -89,7 +89,10 @@ pub fn push_and(qb: &mut QueryBuilder<'_, Postgres>, query: &SampleQuery) {
         );
     }
     if let Some(text) = query.text.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
-        qb.push(" AND s.search @@ websearch_to_tsquery('simple', ").push_bind(text.to_string()).push(")");
+        // The vectors are kept apart (`sample_search`, migration 0019).
+        qb.push(" AND EXISTS (SELECT 1 FROM sample_search x WHERE x.sample_id = s.id AND x.search @@ websearch_to_tsquery('simple', ")
+            .push_bind(text.to_string())
+            .push("))");
     }
     if let Some(error) = query.error_contains.as_deref().filter(|e| !e.trim().is_empty()) {
         qb.push(" AND s.error ILIKE '%' || ").push_bind(error.to_string()).push(" || '%'");

@@ -532,7 +532,7 @@ async fn main() {
     let (db_bytes, sample_bytes): (i64, i64) = sqlx::query_as(
         "SELECT pg_database_size(current_database()),
                 (SELECT sum(pg_total_relation_size(c.oid))::bigint FROM pg_class c
-                 WHERE c.relkind = 'r' AND c.relname IN ('samples', 'sample_attempts', 'sample_tokens', 'sample_tally', 'review_events'))",
+                 WHERE c.relkind = 'r' AND c.relname IN ('samples', 'sample_search', 'sample_attempts', 'sample_tokens', 'sample_tally', 'review_events'))",
     )
     .fetch_one(&pool)
     .await
