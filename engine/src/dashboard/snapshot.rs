@@ -4,7 +4,7 @@
 use super::{alerts, rates, series, AlertPolicy};
 use domain::{
     dashboard::{EndpointLive, ErrorGroup, LengthStats, RunSnapshot, StateCounts},
-    generation::{RunSettings, RunStatus, SampleState},
+    generation::{RunSettings, RunStatus},
 };
 use sqlx::PgPool;
 
