@@ -71,5 +71,13 @@ done
 # The run, review and export specs seed their data straight into this database.
 export E2E_BASE_URL=http://127.0.0.1:3100 E2E_SIM_URL=http://127.0.0.1:3199 E2E_DRAFT_SIM_URL=http://127.0.0.1:3198
 export E2E_DATABASE_URL=$E2E_DB
-(cd end2end && npx playwright test "$@") || { say "server log: $E2E_DIR/server.log"; tail -n 50 "$E2E_DIR/server.log"; exit 1; }
+# On a failure the server log's tail comes first and the test report's tail last, so the end of
+# a CI log names the test that failed and why.
+if ! (cd end2end && npx playwright test "$@" 2>&1 | tee "$E2E_DIR/playwright.log"; exit "${PIPESTATUS[0]}"); then
+  say "server log: $E2E_DIR/server.log"
+  tail -n 50 "$E2E_DIR/server.log"
+  say "what failed (the end of the test report, $E2E_DIR/playwright.log)"
+  tail -n 60 "$E2E_DIR/playwright.log"
+  exit 1
+fi
 say "all tests passed"
