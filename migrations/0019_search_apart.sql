@@ -2,12 +2,11 @@
 -- sample's text changes.
 --
 -- As a stored column of `samples`, its GIN index took new entries (one per distinct word of the
--- sample, hundreds) at every update that wrote a new index entry for the sample, not only when
+-- sample, hundreds) at every update that wrote new index entries for the sample, not only when
 -- the text changed: every review decision and claim (they change indexed columns), a lease
--- renewal that did not fit on its page. Approving 25,000 finished
--- samples in bulk took 9 s on a vacuumed table and over 60 s in the scale benchmark; the same
--- update of 25,000 rows with 300 words each took 172 s with such an index and 0.3 s without
--- it (psql, PostgreSQL 15). Apart, a decision touches b-trees only.
+-- renewal that did not fit on its page. Updating an indexed column of 25,000 rows of 300
+-- distinct random words each (the worst case) took 172 s with such an index and 0.3 s without
+-- it (psql, PostgreSQL 15, while a build ran). Apart, a decision touches b-trees only.
 CREATE FUNCTION sample_search_vector(messages jsonb, reasoning text, content text) RETURNS tsvector
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 -- As 0013 had it: the conversation when there is one (it ends with the reasoning and the
