@@ -274,3 +274,26 @@ test("a tool conversation shows its tools, its calls and the source's results", 
   await expect(page.getByTestId("tool-call-tokens")).toHaveText("28");
   await expect(page.getByTestId("answer-tokens")).toHaveText("3");
 });
+
+test("a bulk action confirms its count, and the same action again changes nothing", async ({ page }) => {
+  const { run, ids } = seedRun(plain(3));
+  await login(page, admin.username, admin.password, `/review?run=${run}`);
+  await expect(page.getByTestId("samples-table").locator("tbody tr")).toHaveCount(3);
+  const questions: string[] = [];
+  page.on("dialog", (dialog) => {
+    questions.push(dialog.message());
+    void dialog.accept();
+  });
+  const bulk = page.getByTestId("bulk");
+  await bulk.locator("summary").click();
+  await bulk.locator("select").first().selectOption("approve");
+  await bulk.getByRole("button", { name: "Count and confirm…" }).click();
+  await expect(bulk.getByRole("status")).toHaveText("3 samples changed.");
+  expect(questions[0]).toContain("Approve 3 finished samples");
+
+  // A second click (as a retry would) finds every sample already approved: no change, no event.
+  await bulk.getByRole("button", { name: "Count and confirm…" }).click();
+  await expect(bulk.getByRole("status")).toHaveText("0 samples changed; 3 already had this decision.");
+  const events = sql(`SELECT count(*) FROM review_events WHERE sample_id IN (${ids.join(",")})`);
+  expect(events).toBe("3");
+});

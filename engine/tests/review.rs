@@ -664,6 +664,8 @@ async fn bulk_actions_cover_exactly_the_confirmed_set(pool: sqlx::PgPool) {
         "{changed_meanwhile}"
     );
     assert_eq!(bulk::apply(&pool, &eve, input(4)).await.unwrap(), 4);
+    // The same action again (a client retrying after a timeout) changes nothing and logs nothing.
+    assert_eq!(bulk::apply(&pool, &eve, input(4)).await.unwrap(), 0);
 
     let rejected = SampleFilter { run: Some(run), review: Some(ReviewState::Rejected), ..Default::default() };
     assert_eq!(list::count(&pool, &rejected).await.unwrap(), 4);

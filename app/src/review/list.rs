@@ -331,9 +331,17 @@ fn BulkPanel(
                 if !crate::users::confirm(&question) {
                     return Err("Cancelled; nothing was changed.".to_string());
                 }
-                let n = bulk_apply(f, d, flags, note, n).await.map_err(|e| e.to_string())?;
+                let confirmed = n;
+                let n = bulk_apply(f, d, flags, note, confirmed).await.map_err(|e| e.to_string())?;
                 changed.update(|c| *c += 1);
-                Ok(format!("{} samples changed.", format::count(Some(n))))
+                Ok(match confirmed - n {
+                    0 => format!("{} samples changed.", format::count(Some(n))),
+                    same => format!(
+                        "{} samples changed; {} already had this decision.",
+                        format::count(Some(n)),
+                        format::count(Some(same))
+                    ),
+                })
             }
             .await;
             status.set(Some(outcome));

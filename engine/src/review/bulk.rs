@@ -40,7 +40,8 @@ pub struct BulkInput {
     pub expected: i64,
 }
 
-/// Applies the decision to every finished sample of the filter and logs one event per sample.
+/// Applies the decision to every finished sample of the filter and logs one event per sample it
+/// changed (one that already has this decision is left alone, so a retry is harmless).
 /// Engineers and admins only. Returns how many samples changed.
 pub async fn apply(pool: &PgPool, by: &Viewer, input: BulkInput) -> Result<i64> {
     if !by.role.allows(Role::Engineer) {

@@ -59,8 +59,10 @@ pub async fn decide(
     .await?)
 }
 
-/// One decision for every finished sample of `ids` (locked by the caller), one event each.
-/// Returns how many changed.
+/// One decision for every finished sample of `ids` (locked by the caller) that it changes, one
+/// event each. A sample that already has this state, these flags and this note is left alone:
+/// a retried bulk action (a client that timed out waiting and sent it again) neither logs a
+/// second event nor bumps the version another reviewer's page holds. Returns how many changed.
 pub async fn decide_many(
     tx: &mut Transaction<'_, Postgres>,
     ids: &[i64],
@@ -72,6 +74,8 @@ pub async fn decide_many(
                SELECT id, review_state, flags, review_note, reviewed_by, reviewed_at,
                       sample_text_hash(messages, reasoning, content) AS text_hash
                FROM samples WHERE id = ANY($1) AND state NOT IN ('pending', 'running')
+                 AND (review_state IS DISTINCT FROM $2 OR flags IS DISTINCT FROM $3
+                      OR review_note IS DISTINCT FROM $4)
                FOR UPDATE),
            updated AS (
                UPDATE samples s SET review_state = $2, flags = $3, review_note = $4, reviewed_by = $5,

@@ -151,7 +151,8 @@ pub struct BulkBody {
 pub struct BulkDone {
     /// Finished samples the filter matches (the ones a decision can apply to).
     pub matched: i64,
-    /// Samples the decision changed: 0 when `expected` was left out.
+    /// Samples the decision changed: 0 when `expected` was left out. A sample that already had
+    /// this decision (state, flags and note) is not changed, so a retried call changes 0.
     pub changed: i64,
 }
 
