@@ -111,7 +111,7 @@ async fn serve(config: Config, no_workers: bool, shutdown: CancellationToken) ->
     tasks.spawn(run_export_jobs(&services, shutdown.clone()));
     tasks.spawn(run_import_jobs(&config, &services, shutdown.clone()));
 
-    let listener = tokio::net::TcpListener::bind(config.bind).await.with_context(|| {
+    let listener = crate::listener::bind(config.bind).await.with_context(|| {
         format!("cannot listen on {} (DS_BIND): is another server already using it?", config.bind)
     })?;
     print_banner(&config, &pool).await;

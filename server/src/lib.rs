@@ -14,6 +14,7 @@ pub mod downloads;
 pub mod events;
 pub mod health;
 pub mod leptos_config;
+pub mod listener;
 pub mod metrics;
 pub mod router;
 pub mod session;

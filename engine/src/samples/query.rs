@@ -5,8 +5,8 @@
 //! Conditions are on `samples s`, and on `dataset_rows d` when the query `needs_rows` (a
 //! category). Each is written the way an index serves it: one run or state as `=`
 //! (`samples_run_outcome_idx (run_id, state, id)`), flags as array overlap (the GIN indexes),
-//! the text through `samples_search_idx`, and a completion range also on the expression the
-//! length orders are indexed by.
+//! the text through `sample_search_idx` (the vectors kept apart, in `sample_search`), and a
+//! completion range also on the expression the length orders are indexed by.
 //!
 //! The conditions on what a tally keeps (run, state, finish reason, review state, reviewer,
 //! category, flags; see `samples::tally`) can be put to a tally's rows `t` instead: the counts
