@@ -14,7 +14,8 @@ cd "$ROOT"
 ensure_postgres
 export DATABASE_URL=$PG_SERVER_URL/postgres SQLX_OFFLINE=true
 profile=(--profile dev)
-[ "${1:-}" = "--release" ] && profile=(--release)
+# `cargo bench` takes no `--release`; `--profile release` names the same optimised build.
+[ "${1:-}" = "--release" ] && profile=(--profile release)
 # A deployed PostgreSQL vacuums by itself; this machine's CI configuration turns autovacuum off,
 # and then every old copy of a sample stays in the table (207,000 dead rows after a 25,000-sample
 # run) and the pages measure the bloat. So the benchmark runs with it on, as a team's server
