@@ -414,6 +414,9 @@ pub struct FacetValue {
 /// its own, so a reviewer sees what choosing another value would give.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Facets {
+    /// Whether every count is exact or scaled up from a sample of the samples.
+    #[serde(default)]
+    pub counted: Counted,
     pub total: i64,
     pub run: Vec<FacetValue>,
     pub outcome: Vec<FacetValue>,
@@ -422,6 +425,28 @@ pub struct Facets {
     pub review: Vec<FacetValue>,
     pub reviewer: Vec<FacetValue>,
     pub category: Vec<FacetValue>,
+}
+
+/// How the counts panel's numbers were made. A filter the stored tally answers (runs, outcomes,
+/// flags, review states, reviewers, categories) is always counted exactly; one that needs a pass
+/// over the samples (a text search, a length or acceptance range) is counted exactly when the
+/// pass is quick, else estimated, as search engines do past a bound.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Counted {
+    /// Every sample counted.
+    #[default]
+    Exact,
+    /// Scaled up from the `sampled` samples on a random set of table pages, of `of` in all:
+    /// each count is the sample's times `of / sampled`, rounded. A value the sample holds none
+    /// of is missing.
+    Estimated { sampled: i64, of: i64 },
+}
+
+impl Counted {
+    pub fn is_estimate(self) -> bool {
+        matches!(self, Counted::Estimated { .. })
+    }
 }
 
 /// One turn of the conversation as sent (and regenerated).

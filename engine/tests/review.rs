@@ -7,6 +7,7 @@ use domain::{
     review::{Decision, ReviewEventKind, ReviewState, SampleFilter, SortKey, TokenRange},
     Role, Viewer,
 };
+use engine::review::counts::{self, Counting};
 use engine::review::{self, bulk, detail, list, queue, regenerate, DecisionInput};
 use engine::testing::*;
 use engine::Error;
@@ -453,8 +454,13 @@ async fn the_list_filters_searches_counts_and_pages_by_key(pool: sqlx::PgPool) {
     let range = TokenRange { min: Some(110), max: Some(119) };
     assert_eq!(count(SampleFilter { completion_tokens: range, ..base.clone() }).await, 10);
 
-    let facets =
-        list::facets(&pool, &SampleFilter { outcome: Some(SampleState::Ok), ..base.clone() }).await.unwrap();
+    let facets = counts::count(
+        &pool,
+        &SampleFilter { outcome: Some(SampleState::Ok), ..base.clone() },
+        Counting::Exact,
+    )
+    .await
+    .unwrap();
     assert_eq!(facets.total, 25);
     // A dimension's counts ignore its own filter, so the other outcomes stay visible.
     let outcome: Vec<(String, i64)> = facets.outcome.iter().map(|f| (f.value.clone(), f.count)).collect();
@@ -466,7 +472,7 @@ async fn the_list_filters_searches_counts_and_pages_by_key(pool: sqlx::PgPool) {
     assert_eq!(facets.run[0].count, 25);
     let cat: Vec<(String, i64)> = facets.category.iter().map(|f| (f.value.clone(), f.count)).collect();
     assert_eq!(cat, vec![("even".into(), 13), ("odd".into(), 12)]);
-    let all = list::facets(&pool, &base).await.unwrap();
+    let all = counts::count(&pool, &base, Counting::Exact).await.unwrap();
     let empty = all.flag.iter().find(|f| f.value == "empty_answer").unwrap();
     assert_eq!((empty.label.as_str(), empty.count), ("empty answer", 2));
 
@@ -501,7 +507,7 @@ async fn counted(pool: &sqlx::PgPool, run: i64, value: &str, cond: &str) -> Vec<
 async fn assert_counts_true(pool: &sqlx::PgPool, filter: &SampleFilter, step: &str) {
     let run = filter.run.unwrap();
     let review = filter.review.map_or("true".to_string(), |r| format!("s.review_state = '{}'", r.as_str()));
-    let facets = list::facets(pool, filter).await.unwrap();
+    let facets = counts::count(pool, filter, Counting::Exact).await.unwrap();
     let pairs = |values: &[domain::review::FacetValue]| -> Vec<(String, i64)> {
         values.iter().map(|f| (f.value.clone(), f.count)).collect()
     };
@@ -609,7 +615,7 @@ async fn the_counts_follow_every_change_of_a_sample(pool: sqlx::PgPool) {
 
     // A deleted run takes its counts with it; the other run's stay.
     sqlx::query("DELETE FROM runs WHERE id = $1").bind(run).execute(&pool).await.unwrap();
-    assert_eq!(list::facets(&pool, &all).await.unwrap().total, 0);
+    assert_eq!(counts::count(&pool, &all, Counting::Exact).await.unwrap().total, 0);
     engine::samples::tally::fold(&pool, 0).await.unwrap();
     let left: Vec<i64> =
         sqlx::query_scalar("SELECT DISTINCT run_id FROM sample_tally").fetch_all(&pool).await.unwrap();
@@ -623,7 +629,7 @@ async fn the_counts_follow_every_change_of_a_sample(pool: sqlx::PgPool) {
         completion_tokens: TokenRange { min: Some(5), max: Some(5) },
         ..Default::default()
     };
-    let ranged_counts = list::facets(&pool, &ranged).await.unwrap();
+    let ranged_counts = counts::count(&pool, &ranged, Counting::Exact).await.unwrap();
     assert_eq!(ranged_counts.total, 2);
     let pairs = |values: &[domain::review::FacetValue]| -> Vec<(String, i64)> {
         values.iter().map(|f| (f.value.clone(), f.count)).collect()
@@ -631,7 +637,72 @@ async fn the_counts_follow_every_change_of_a_sample(pool: sqlx::PgPool) {
     assert_eq!(pairs(&ranged_counts.outcome), vec![("ok".to_string(), 2)]);
     assert_eq!(pairs(&ranged_counts.review), vec![("unreviewed".to_string(), 2)]);
     let none_in_range = SampleFilter { completion_tokens: TokenRange { min: Some(6), max: None }, ..ranged };
-    assert_eq!(list::facets(&pool, &none_in_range).await.unwrap(), domain::review::Facets::default());
+    assert_eq!(
+        counts::count(&pool, &none_in_range, Counting::Exact).await.unwrap(),
+        domain::review::Facets::default()
+    );
+}
+
+/// Counts that need a pass over the samples (a text search) are exact while the pass is quick;
+/// past the bound they are scaled up from a sample of the table's pages, and say so.
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn counts_past_the_time_bound_are_estimates_that_say_so(pool: sqlx::PgPool) {
+    use domain::review::Counted;
+    // Every other sample has the word; every fifth was cut at max_tokens.
+    let specs: Vec<Spec> = (0..800)
+        .map(|i| Spec {
+            content: if i % 2 == 0 { "a zebra answer" } else { "a plain answer" },
+            ..if i % 5 == 0 { cut_at_max_tokens() } else { ok("", 10) }
+        })
+        .collect();
+    seeded_run(&pool, &specs).await;
+    let zebra = SampleFilter { q: Some("zebra".into()), ..Default::default() };
+    let exact = counts::count(&pool, &zebra, Counting::Exact).await.unwrap();
+    assert_eq!((exact.counted, exact.total), (Counted::Exact, 400));
+    assert_eq!(counts::count(&pool, &zebra, Counting::PANEL).await.unwrap(), exact, "a quick pass is exact");
+    let whole_table = Counting::Bounded { exact_within: Duration::ZERO, sample_rows: 10_000 };
+    assert_eq!(
+        counts::count(&pool, &zebra, whole_table).await.unwrap(),
+        exact,
+        "a sample of everything is exact"
+    );
+
+    // About a quarter of the pages.
+    let quarter = Counting::Bounded { exact_within: Duration::ZERO, sample_rows: 200 };
+    let estimate = counts::count(&pool, &zebra, quarter).await.unwrap();
+    let Counted::Estimated { sampled, of } = estimate.counted else {
+        panic!("a sample of a quarter is an estimate: {:?}", estimate.counted)
+    };
+    assert_eq!(of, 800);
+    assert!(sampled > 0 && sampled < 800, "sampled {sampled} of 800");
+    assert!((estimate.total - 400).abs() <= 60, "the estimate {} is near 400", estimate.total);
+    let sum = |values: &[domain::review::FacetValue]| values.iter().map(|v| v.count).sum::<i64>();
+    assert_eq!(sum(&estimate.outcome), estimate.total, "each sample is in one outcome");
+    for value in &estimate.outcome {
+        assert!(
+            exact.outcome.iter().any(|e| e.value == value.value),
+            "{} is an outcome there is",
+            value.value
+        );
+    }
+    // The other dimensions narrow the estimate as they narrow exact counts.
+    let truncated = SampleFilter { outcome: Some(SampleState::Truncated), ..zebra.clone() };
+    let narrowed = counts::count(&pool, &truncated, quarter).await.unwrap();
+    let truncated_count = estimate.outcome.iter().find(|v| v.value == "truncated").map_or(0, |v| v.count);
+    assert_eq!((narrowed.total, narrowed.counted), (truncated_count, estimate.counted));
+    assert_eq!(narrowed.outcome, estimate.outcome, "a dimension's counts ignore its own filter");
+
+    // A pass that outlasts its bound (here held up behind a lock) is given up for the estimate.
+    let mut blocker = pool.begin().await.unwrap();
+    sqlx::query("LOCK TABLE samples IN ACCESS EXCLUSIVE MODE").execute(&mut *blocker).await.unwrap();
+    let bounded = Counting::Bounded { exact_within: Duration::from_millis(100), sample_rows: 200 };
+    let counting = tokio::spawn({
+        let (pool, zebra) = (pool.clone(), zebra.clone());
+        async move { counts::count(&pool, &zebra, bounded).await }
+    });
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    blocker.rollback().await.unwrap();
+    assert_eq!(counting.await.unwrap().unwrap(), estimate, "the same pages, the same estimate");
 }
 
 #[sqlx::test(migrator = "MIGRATOR")]

@@ -164,7 +164,17 @@ async fn a_pipeline_runs_end_to_end_with_a_token_only(pool: sqlx::PgPool) {
         .api(Method::GET, &format!("/api/v1/runs/{run}/samples/counts?review=unreviewed"), Some(&token), None)
         .await;
     assert_eq!(status, StatusCode::OK, "{counts}");
-    assert_eq!(counts["total"], 5, "{counts}");
+    assert_eq!(
+        (counts["total"].as_i64(), &counts["counted"]),
+        (Some(5), &json!({"kind": "exact"})),
+        "{counts}"
+    );
+    let searched = format!("/api/v1/runs/{run}/samples/counts?q=answer&exact=");
+    let (status, exact) = app.api(Method::GET, &format!("{searched}true"), Some(&token), None).await;
+    assert_eq!((status, &exact["counted"]["kind"]), (StatusCode::OK, &json!("exact")), "{exact}");
+    let (status, body) = app.api(Method::GET, &format!("{searched}yes"), Some(&token), None).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(error_message(&body).contains("exact must be true or false, not \"yes\""), "{body}");
     let review: Vec<(String, i64)> = counts["review"]
         .as_array()
         .unwrap()

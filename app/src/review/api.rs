@@ -28,7 +28,8 @@ pub async fn list_samples(filter: SampleFilter, after: Option<String>) -> Result
 pub async fn sample_facets(filter: SampleFilter) -> Result<Facets, AppError> {
     use crate::ssr;
     ssr::require(Role::Reviewer)?;
-    Ok(engine::review::list::facets(&ssr::services()?.pool, &filter).await?)
+    use engine::review::counts::{count, Counting};
+    Ok(count(&ssr::services()?.pool, &filter, Counting::PANEL).await?)
 }
 
 #[server(endpoint = "review/sample", input = Json)]

@@ -1,10 +1,36 @@
 //! Numbers and labels as the review pages show them.
 
-use domain::{generation::SampleState, review::ReviewState, units::thousands};
+use domain::{
+    generation::SampleState,
+    review::{Counted, ReviewState},
+    units::thousands,
+};
 
 /// 12345 → "12,345"; None → "–".
 pub fn count(n: Option<i64>) -> String {
     n.map(thousands).unwrap_or_else(|| "–".into())
+}
+
+/// A count of the counts panel: "12,345", or "≈ 12,345" when the panel's counts are estimates.
+pub fn panel_count(n: i64, counted: Counted) -> String {
+    if counted.is_estimate() {
+        format!("≈ {}", thousands(n))
+    } else {
+        thousands(n)
+    }
+}
+
+/// What the counts panel says under its total when its counts are estimates.
+pub fn estimate_note(counted: Counted) -> Option<String> {
+    match counted {
+        Counted::Exact => None,
+        Counted::Estimated { sampled, of } => Some(format!(
+            "Estimated from {} of {} samples (random pages of the table): counting every sample the \
+             search matches would take seconds. The list shows every match.",
+            thousands(sampled),
+            thousands(of)
+        )),
+    }
 }
 
 pub fn tokens(n: Option<i32>) -> String {
@@ -47,5 +73,16 @@ mod tests {
         assert_eq!(super::count(None), "–");
         assert_eq!(super::millis(Some(12_400)), "12.4 s");
         assert_eq!(super::millis(Some(85)), "85 ms");
+    }
+
+    #[test]
+    fn estimated_counts_say_so() {
+        use domain::review::Counted;
+        let estimated = Counted::Estimated { sampled: 20_474, of: 1_000_000 };
+        assert_eq!(super::panel_count(165_150, Counted::Exact), "165,150");
+        assert_eq!(super::panel_count(165_150, estimated), "≈ 165,150");
+        assert_eq!(super::estimate_note(Counted::Exact), None);
+        let note = super::estimate_note(estimated).unwrap();
+        assert!(note.starts_with("Estimated from 20,474 of 1,000,000 samples"), "{note}");
     }
 }

@@ -200,6 +200,7 @@ fn toggle_href(
 
 #[component]
 fn FacetPanel(facets: Facets, filter: SampleFilter) -> impl IntoView {
+    let counted = facets.counted;
     let group = |title: &'static str,
                  values: Vec<FacetValue>,
                  current: Option<String>,
@@ -219,7 +220,7 @@ fn FacetPanel(facets: Facets, filter: SampleFilter) -> impl IntoView {
                                 view! {
                                     <li class:active=active>
                                         <A href=href attr:data-value=v.value.clone()>{v.label}</A>
-                                        <span class="num">{format::count(Some(v.count))}</span>
+                                        <span class="num">{format::panel_count(v.count, counted)}</span>
                                     </li>
                                 }
                             }).collect_view()}
@@ -230,7 +231,8 @@ fn FacetPanel(facets: Facets, filter: SampleFilter) -> impl IntoView {
         }
     };
     view! {
-        <p class="total" data-testid="total"><strong>{format::count(Some(facets.total))}</strong> " samples"</p>
+        <p class="total" data-testid="total"><strong>{format::panel_count(facets.total, counted)}</strong> " samples"</p>
+        {format::estimate_note(counted).map(|note| view! { <p class="muted estimate" data-testid="estimated">{note}</p> })}
         {group("review", facets.review, filter.review.map(|r| r.as_str().to_string()), |f, v| f.review = v.and_then(|v| domain::review::ReviewState::parse(&v)))}
         {group("outcome", facets.outcome, filter.outcome.map(|s| s.as_str().to_string()), |f, v| f.outcome = v.and_then(|v| domain::generation::SampleState::parse(&v)))}
         {group("flag", facets.flag, filter.flag.clone(), |f, v| f.flag = v)}

@@ -1,12 +1,11 @@
-//! The sample list: filtered, sorted, paged by key (never by offset), with counts per filter
-//! value, all counted in one statement over a tally of the samples (`facets`).
+//! The sample list: filtered, sorted, paged by key (never by offset). Its counts per filter
+//! value are `counts`'.
 
-use super::reasons;
-use crate::samples::{query, tally};
+use crate::samples::query;
 use crate::{Error, Result};
 use domain::{
     generation::SampleState,
-    review::{FacetDim, FacetValue, Facets, ReviewState, SampleFilter, SamplePage, SampleRow, SortKey},
+    review::{ReviewState, SampleFilter, SamplePage, SampleRow, SortKey},
 };
 use sqlx::{PgPool, Postgres, QueryBuilder};
 
@@ -159,92 +158,4 @@ pub async fn count(pool: &PgPool, filter: &SampleFilter) -> Result<i64> {
     let mut qb: QueryBuilder<Postgres> = QueryBuilder::new("SELECT count(*)");
     query::push_from(&mut qb, &filter.query());
     Ok(qb.build_query_scalar().fetch_one(pool).await?)
-}
-
-/// The most values listed per dimension.
-const FACET_LIMIT: i64 = 50;
-
-/// Each dimension of the counts panel: its number in the statement's answer, its value and
-/// label on a tally row `t`, and what it joins to name them.
-const DIMS: [(FacetDim, &str, &str, &str); 7] = [
-    (FacetDim::Run, "t.run_id::text", "r.name", " JOIN runs r ON r.id = t.run_id"),
-    (FacetDim::Outcome, "t.state::text", "t.state::text", ""),
-    (FacetDim::FinishReason, "COALESCE(t.finish_reason, '-')", "COALESCE(t.finish_reason, '(none)')", ""),
-    (FacetDim::Flag, "f.code", "f.code", " CROSS JOIN LATERAL unnest(t.flags) AS f(code)"),
-    (FacetDim::Review, "t.review_state::text", "t.review_state::text", ""),
-    (FacetDim::Reviewer, "t.reviewed_by::text", "u.username", " JOIN users u ON u.id = t.reviewed_by"),
-    (FacetDim::Category, "COALESCE(t.category, '-')", "COALESCE(t.category, '(none)')", ""),
-];
-
-/// Counts per value of every dimension, each with the other filters applied, in one statement
-/// over a tally: the stored one (`samples::tally`) when the filter narrows only what it keeps,
-/// else one grouped on the spot from the samples that pass the rest of the filter (lengths,
-/// acceptance, text), so the samples are read once, not once per dimension.
-pub async fn facets(pool: &PgPool, filter: &SampleFilter) -> Result<Facets> {
-    let whole = filter.query();
-    if let Some(problem) = whole.problems() {
-        return Err(Error::Invalid(problem));
-    }
-    let mut qb: QueryBuilder<Postgres> = QueryBuilder::new("WITH t AS MATERIALIZED (");
-    let from_tally = query::tally_answers(&whole);
-    if from_tally {
-        tally::fold(pool, tally::FOLD_ABOVE).await?;
-        qb.push("SELECT * FROM sample_tally");
-    } else {
-        qb.push(
-            "SELECT g.run_id, g.state, g.finish_reason, g.review_state, g.reviewed_by, g.category,
-                    tally_flags(g.flags, g.auto_flags) AS flags, g.n
-             FROM (SELECT s.run_id, s.state, s.finish_reason, s.review_state, s.reviewed_by, d.category,
-                          s.flags, s.auto_flags, count(*) AS n",
-        );
-        query::push_from_rows(&mut qb, &query::beyond_tally(&whole));
-        qb.push(" GROUP BY 1, 2, 3, 4, 5, 6, 7, 8) AS g");
-    }
-    qb.push(") SELECT -1 AS dim, '' AS value, '' AS label, COALESCE(sum(t.n), 0)::bigint AS count FROM t WHERE true");
-    query::push_kept_on_tally(&mut qb, &whole);
-    for (i, (dim, value, label, joins)) in DIMS.iter().enumerate() {
-        qb.push(format!(
-            " UNION ALL (SELECT {i}, {value}, {label}, sum(t.n)::bigint FROM t{joins} WHERE true"
-        ));
-        query::push_kept_on_tally(&mut qb, &filter.query_without(Some(*dim)));
-        qb.push(" GROUP BY 2, 3 HAVING sum(t.n) > 0 ORDER BY 4 DESC, 2 LIMIT ")
-            .push_bind(FACET_LIMIT)
-            .push(")");
-    }
-    // Each dimension's values most first (a UNION ALL keeps no order of its parts).
-    qb.push(" ORDER BY 1, 4 DESC, 2");
-    let mut tx = pool.begin().await?;
-    if !from_tally {
-        // The samples a search matches come from a bitmap of their places. Past work_mem (4 MB
-        // by default: about 60,000 pages of samples) it keeps whole pages instead, and every
-        // sample on those pages has its search vector read again to test it: at a million
-        // samples a rare word's pass took 1.13 s instead of 0.86–0.92 s. 64 MB keeps it exact
-        // to about 7 GB of samples.
-        sqlx::query("SET LOCAL work_mem = '64MB'").execute(&mut *tx).await?;
-    }
-    let rows: Vec<(i32, String, String, i64)> = qb.build_query_as().fetch_all(&mut *tx).await?;
-    tx.commit().await?;
-    let reasons = reasons::list(pool).await?;
-    let mut facets = Facets::default();
-    for (dim, value, label, count) in rows {
-        let Some((dim, ..)) = usize::try_from(dim).ok().and_then(|i| DIMS.get(i)) else {
-            facets.total = count;
-            continue;
-        };
-        let label = match dim {
-            FacetDim::Flag => reasons.iter().find(|r| r.code == value).map_or(label, |r| r.label.clone()),
-            _ => label,
-        };
-        let values = match dim {
-            FacetDim::Run => &mut facets.run,
-            FacetDim::Outcome => &mut facets.outcome,
-            FacetDim::FinishReason => &mut facets.finish_reason,
-            FacetDim::Flag => &mut facets.flag,
-            FacetDim::Review => &mut facets.review,
-            FacetDim::Reviewer => &mut facets.reviewer,
-            FacetDim::Category => &mut facets.category,
-        };
-        values.push(FacetValue { value, label, count });
-    }
-    Ok(facets)
 }

@@ -10,6 +10,7 @@ use super::{
 use crate::state::AppState;
 use axum::{extract::State, Json};
 use domain::review::{Decision, SampleFilter};
+use engine::review::counts::{self, Counting};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use utoipa::ToSchema;
@@ -115,21 +116,31 @@ fn run_filter(run: i64, mut query: BTreeMap<String, String>) -> Result<SampleFil
 
 /// Counts per filter value, as the list's counts panel shows them: the total, and for each
 /// dimension (run, outcome, finish reason, flag, review, reviewer, category) its values, each
-/// counted with every other filter applied.
+/// counted with every other filter applied. A filter that needs a pass over the samples (a
+/// text search) is counted as the panel does: exactly when that is quick, else estimated,
+/// which `counted` says; `exact=true` counts every sample however long it takes.
 #[utoipa::path(get, path = "/api/v1/runs/{id}/samples/counts", tag = "samples",
     params(("id" = i64, Path), ("outcome" = Option<String>, Query), ("review" = Option<String>, Query),
-        ("finish_reason" = Option<String>, Query), ("flag" = Option<String>, Query), ("q" = Option<String>, Query)),
-    responses((status = 200, body = Object, description = "total and counts per value of each dimension"),
+        ("finish_reason" = Option<String>, Query), ("flag" = Option<String>, Query), ("q" = Option<String>, Query),
+        ("exact" = Option<bool>, Query, description = "count every sample, however long it takes")),
+    responses((status = 200, body = Object, description = "how counted, total and counts per value of each dimension"),
         (status = 422, body = super::error::ErrorBody)),
     security(("bearer" = [])))]
 pub async fn counts(
     State(state): State<AppState>,
     _: Reviewer,
     ApiPath(run): ApiPath<i64>,
-    axum::extract::Query(query): axum::extract::Query<BTreeMap<String, String>>,
+    axum::extract::Query(mut query): axum::extract::Query<BTreeMap<String, String>>,
 ) -> ApiResult<domain::review::Facets> {
+    let counting = match query.remove("exact").as_deref() {
+        None | Some("false") => Counting::PANEL,
+        Some("true") => Counting::Exact,
+        Some(other) => {
+            return Err(ApiError::invalid(format!("exact must be true or false, not \"{other}\"")))
+        }
+    };
     let filter = run_filter(run, query)?;
-    Ok(Json(engine::review::list::facets(&state.services.pool, &filter).await?))
+    Ok(Json(counts::count(&state.services.pool, &filter, counting).await?))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
