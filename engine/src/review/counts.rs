@@ -82,15 +82,7 @@ pub async fn count(pool: &PgPool, filter: &SampleFilter, counting: Counting) -> 
         match counting {
             Counting::Exact => (run(pool, filter, Source::Pass, None).await?, Counted::Exact),
             Counting::Bounded { exact_within, sample_rows } => {
-                let exact = if exact_within.is_zero() {
-                    None
-                } else {
-                    match run(pool, filter, Source::Pass, Some(exact_within)).await {
-                        Err(Error::Database(e)) if cancelled(&e) => None,
-                        other => Some(other?),
-                    }
-                };
-                match exact {
+                match quick_pass(pool, filter, exact_within).await? {
                     Some(rows) => (rows, Counted::Exact),
                     None => estimate(pool, filter, sample_rows).await?,
                 }
@@ -98,6 +90,17 @@ pub async fn count(pool: &PgPool, filter: &SampleFilter, counting: Counting) -> 
         }
     };
     named(pool, rows, counted).await
+}
+
+/// The exact pass if it ends `within` that time; `None` if it was given up (or not tried).
+async fn quick_pass(pool: &PgPool, filter: &SampleFilter, within: Duration) -> Result<Option<Vec<Row>>> {
+    if within.is_zero() {
+        return Ok(None);
+    }
+    match run(pool, filter, Source::Pass, Some(within)).await {
+        Err(Error::Database(e)) if cancelled(&e) => Ok(None),
+        other => other.map(Some),
+    }
 }
 
 /// The counts from a sample of about `sample_rows` samples; exact when that is all of them.
