@@ -26,7 +26,7 @@ pub fn estimate_note(counted: Counted) -> Option<String> {
         Counted::Exact => None,
         Counted::Estimated { sampled, of } => Some(format!(
             "Estimated from {} of {} samples (random pages of the table): counting every sample the \
-             search matches would take seconds. The list shows every match.",
+             filter matches would take seconds. The list shows every match.",
             thousands(sampled),
             thousands(of)
         )),
