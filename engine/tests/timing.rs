@@ -19,16 +19,26 @@ const MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
 static ALONE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// Both servers answer at the same pace, so each takes a fair share of the run.
+///
+/// The run lasts long enough that which server's driver starts first cannot decide the share:
+/// four at a time, about 0.1 s an answer, so one server alone would need about 1.5 s. At the
+/// simulator's 50× pace with the adaptive limit the whole run took milliseconds, and a driver
+/// that started a moment late on a busy machine found nothing left (CI saw 59 against 1; 60
+/// against 0 in one of five runs here).
 #[sqlx::test(migrator = "MIGRATOR")]
 async fn two_endpoints_share_the_work(pool: sqlx::PgPool) {
     let _alone = ALONE.lock().await;
-    let a = sim(fast_sim()).await;
-    let b = sim(fast_sim()).await;
+    let mut config = fast_sim();
+    config.time_scale = 1.0;
+    let a = sim(config.clone()).await;
+    let b = sim(config).await;
     let by = user(&pool).await;
     let ea = endpoint(&pool, &a, by).await;
     let eb = endpoint(&pool, &b, by).await;
     let dataset = dataset(&pool, 60).await;
-    let run = create_run(&pool, dataset, settings(vec![ea, eb]), by).await;
+    let mut s = settings(vec![ea, eb]);
+    s.concurrency = Concurrency::Fixed { limit: 4 };
+    let run = create_run(&pool, dataset, s, by).await;
     let (stop, worker) = start_worker(&pool);
     wait_for_status(&pool, run, "completed", Duration::from_secs(60)).await;
     stop.cancel();
