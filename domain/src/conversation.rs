@@ -71,6 +71,48 @@ pub fn tool_names(tools: &serde_json::Value) -> Result<Vec<String>, String> {
         .collect()
 }
 
+/// The tools as vLLM hands them to a chat template (`ChatCompletionToolsParam.model_dump()` in
+/// vLLM 0.32): each `{"type", "function": {"name", "description", "parameters", "strict"?,
+/// "defer_loading"?}, "defer_loading"?}` in that order, `description` and `parameters` null when
+/// absent, `strict` and `defer_loading` only when set (a tool's `defer_loading` copied into a
+/// function without one), other keys dropped; below the top levels
+/// (`parameters`), everything as the request sent it, key order included (pydantic keeps a dict's
+/// order). A render of the exported row's tools is then the render the target saw: the row's own
+/// top-level order put every prompt out of step with the real server's
+/// (`scripts/real-vllm-tools.sh`). Anything that is not a list of tools is returned as it is.
+pub fn served_tools(tools: &serde_json::Value) -> serde_json::Value {
+    use serde_json::{Map, Value};
+    let Value::Array(list) = tools else { return tools.clone() };
+    let field = |v: Option<&Value>| v.cloned().unwrap_or(Value::Null);
+    let set = |v: Option<&Value>| v.filter(|v| !v.is_null()).cloned();
+    Value::Array(
+        list.iter()
+            .map(|tool| {
+                let Some(function) = tool.get("function") else { return tool.clone() };
+                let mut described = Map::new();
+                for key in ["name", "description", "parameters"] {
+                    described.insert(key.into(), field(function.get(key)));
+                }
+                if let Some(v) = set(function.get("strict")) {
+                    described.insert("strict".into(), v);
+                }
+                // A tool's `defer_loading` is copied into its function when that has none.
+                if let Some(v) = set(function.get("defer_loading")).or_else(|| set(tool.get("defer_loading")))
+                {
+                    described.insert("defer_loading".into(), v);
+                }
+                let mut served = Map::new();
+                served.insert("type".into(), Value::from("function"));
+                served.insert("function".into(), Value::Object(described));
+                if let Some(v) = set(tool.get("defer_loading")) {
+                    served.insert("defer_loading".into(), v);
+                }
+                Value::Object(served)
+            })
+            .collect(),
+    )
+}
+
 /// What is wrong with the calls of a generated turn, each a flag the review page shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CallProblem {
@@ -143,5 +185,28 @@ mod tests {
             .unwrap_err()
             .contains("tool 0 has no function name"));
         assert!(tool_names(&json!({"name": "a"})).unwrap_err().contains("not a list"));
+    }
+
+    #[test]
+    fn tools_are_served_as_vllm_hands_them_to_the_template() {
+        // As a source writes them: keys in any order, an extra key, no description, a tool-level
+        // `defer_loading`, `parameters` with keys out of alphabetical order.
+        let written: serde_json::Value = serde_json::from_str(
+            r#"[{"function": {"parameters": {"type": "object", "properties": {"b": {"type": "string"}, "a": {}}},
+                "x-extra": 1, "name": "f"}, "type": "function", "defer_loading": true},
+                {"type": "function", "function": {"name": "g", "strict": false, "description": "G."}}]"#,
+        )
+        .unwrap();
+        let served = served_tools(&written);
+        assert_eq!(
+            serde_json::to_string(&served).unwrap(),
+            concat!(
+                r#"[{"type":"function","function":{"name":"f","description":null,"#,
+                r#""parameters":{"type":"object","properties":{"b":{"type":"string"},"a":{}}},"defer_loading":true},"#,
+                r#""defer_loading":true},"#,
+                r#"{"type":"function","function":{"name":"g","description":"G.","parameters":null,"strict":false}}]"#
+            )
+        );
+        assert_eq!(served_tools(&served), served, "serving twice changes nothing");
     }
 }

@@ -263,3 +263,137 @@ async fn call_tokens_are_counted_apart_from_the_answer(pool: PgPool) {
         assert_eq!(Some(r.unwrap() + t.unwrap()), completion);
     }
 }
+
+/// A tool list written the way people write schemas, not alphabetically: `type` before
+/// `properties` before `required`, each property's `type` before its `description`, `unit`'s
+/// `enum` before its `type`, and the function's own keys in the order OpenAI's docs show.
+const UNSORTED_TOOLS: &str = r#"[{"function":{"name":"get_weather","description":"The weather of a city.","parameters":{"type":"object","properties":{"city":{"type":"string","description":"The city"},"unit":{"enum":["celsius","fahrenheit"],"type":"string"},"at":{"type":"object","properties":{"hour":{"type":"integer"},"day":{"type":"string"}}}},"required":["city"]},"x-owner":"ops"},"type":"function"}]"#;
+
+/// What vLLM hands the chat template for that list: `type` then `function`, the function's
+/// `name`, `description`, `parameters`, other keys dropped, and `parameters` as written.
+const SERVED_TOOLS: &str = r#"[{"type":"function","function":{"name":"get_weather","description":"The weather of a city.","parameters":{"type":"object","properties":{"city":{"type":"string","description":"The city"},"unit":{"enum":["celsius","fahrenheit"],"type":"string"},"at":{"type":"object","properties":{"hour":{"type":"integer"},"day":{"type":"string"}}}},"required":["city"]}}}]"#;
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn tools_keep_the_sources_key_order_from_import_to_request_to_export(pool: PgPool) {
+    use domain::dataset::SourceSpec;
+    use domain::export::*;
+    use engine::datasets::{import, DatasetSettings};
+    use engine::export::{job, S3Options, Storage};
+
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join("datasets")).unwrap();
+    // Written as text: the file holds exactly the order above.
+    let line = |i: usize| {
+        format!(
+            r#"{{"id": "t{i}", "tools": {UNSORTED_TOOLS}, "messages": [{{"role": "user", "content": "Weather in city {i}?"}}, {{"role": "assistant", "content": "old"}}]}}"#
+        )
+    };
+    let file = root.join("datasets/agent.jsonl");
+    std::fs::write(&file, (0..3).map(line).collect::<Vec<_>>().join("\n")).unwrap();
+    let settings = DatasetSettings {
+        roots: vec![root.join("datasets")],
+        files_dir: root.join("files"),
+        ..DatasetSettings::default()
+    };
+    let started = import::start(
+        &pool,
+        &reqwest::Client::new(),
+        &settings,
+        import::NewImport {
+            name: "agent".into(),
+            source: SourceSpec::Path { path: file.display().to_string() },
+            mapping: None,
+            created_by: None,
+        },
+    )
+    .await
+    .unwrap();
+    started.job.await.unwrap();
+    let dataset = started.id;
+
+    // Stored as the source wrote it (a jsonb column sorted every level).
+    let stored: Vec<String> =
+        sqlx::query_scalar("SELECT tools::text FROM dataset_rows WHERE dataset_id = $1 ORDER BY row_key")
+            .bind(dataset)
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(stored, vec![UNSORTED_TOOLS; 3]);
+
+    // Sent as stored: the request body the client builds from the claimed row.
+    let claimed: Value = sqlx::query_scalar("SELECT tools FROM dataset_rows WHERE dataset_id = $1 LIMIT 1")
+        .bind(dataset)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    let request = engine::vllm::ChatRequest {
+        model: "m".into(),
+        messages: Vec::new(),
+        tools: Some(claimed),
+        tool_choice: Some("auto"),
+        parallel_tool_calls: None,
+        max_tokens: 8,
+        temperature: None,
+        top_p: None,
+        seed: None,
+        chat_template_kwargs: None,
+        stream_interval: None,
+        stream: true,
+        stream_options: engine::vllm::StreamOptions { include_usage: true },
+        return_token_ids: true,
+    };
+    let body = serde_json::to_string(&request).unwrap();
+    assert!(body.contains(&format!(r#""tools":{UNSORTED_TOOLS}"#)), "{body}");
+
+    // Exported as vLLM handed them to the template, `parameters` in the source's order.
+    let run = run_to_end(&pool, dataset, TurnMode::LastAssistant, ToolChoice::Required).await;
+    let storage = Storage::new(vec![root.join("exports")], S3Options::default());
+    for (layout, file) in
+        [(Layout::Conversations, FileFormat::Jsonl), (Layout::Messages, FileFormat::Parquet)]
+    {
+        let spec = ExportSpec {
+            selection: ExportSelection { excluded_flags: Vec::new(), ..ExportSelection::for_runs(vec![run]) },
+            format: ExportFormat { layout, file, ..ExportFormat::default() },
+            destination: Destination::Directory { path: "sets".into() },
+        };
+        let id = job::create(&pool, &spec, None, None).await.unwrap();
+        assert_eq!(job::run(&pool, &storage, id).await.unwrap(), ExportStatus::Completed);
+        let data = root.join(format!("exports/sets/export-{id}/train.{}", file.extension()));
+        let written: Vec<String> = match file {
+            FileFormat::Jsonl => std::fs::read_to_string(&data)
+                .unwrap()
+                .lines()
+                .map(|l| {
+                    let start = l.find(r#""tools":"#).expect("a tools field") + r#""tools":"#.len();
+                    l[start..start + SERVED_TOOLS.len()].to_string()
+                })
+                .collect(),
+            FileFormat::Parquet => parquet_tools(&data),
+        };
+        assert_eq!(written, vec![SERVED_TOOLS; 3], "{layout:?} {file:?}");
+    }
+}
+
+/// The `tools` column of a Parquet export, as written.
+fn parquet_tools(path: &std::path::Path) -> Vec<String> {
+    use arrow_array::{Array, StringArray};
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(path).unwrap())
+        .unwrap()
+        .build()
+        .unwrap();
+    reader
+        .flat_map(|batch| {
+            let batch = batch.unwrap();
+            let tools = batch
+                .column_by_name("tools")
+                .unwrap()
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .unwrap()
+                .clone();
+            (0..tools.len()).map(|i| tools.value(i).to_string()).collect::<Vec<_>>()
+        })
+        .collect()
+}

@@ -282,7 +282,7 @@ impl Job {
         let mut conn = self.pool.acquire().await?;
         sqlx::query(
             "CREATE TEMP TABLE IF NOT EXISTS import_stage (
-                 row_key text, messages jsonb, tools jsonb, content_hash bytea, category text, turn_count int, prompt_chars int
+                 row_key text, messages jsonb, tools json, content_hash bytea, category text, turn_count int, prompt_chars int
              ) ON COMMIT DELETE ROWS",
         )
         .execute(&mut *conn)

@@ -12,7 +12,8 @@ pub struct Conversation {
     /// Whether the sample was generated with thinking on (`enable_thinking`), if it was set.
     pub thinking: Option<bool>,
     pub turns: Vec<Turn>,
-    /// The functions the conversation offers (`[{"type": "function", ...}]`), when it offers any.
+    /// The functions the conversation offers, as vLLM handed them to the chat template
+    /// (`domain::conversation::served_tools`), when it offers any.
     pub tools: Option<serde_json::Value>,
 }
 
@@ -29,7 +30,7 @@ pub fn from_row(row: FullRow, style: ReasoningStyle) -> Result<Conversation> {
         id: export_id(row.run_id, &row.row_key),
         thinking: row.thinking,
         turns: turns.into_iter().map(|t| styled(t, style)).collect(),
-        tools: row.tools,
+        tools: row.tools.as_ref().map(domain::conversation::served_tools),
     })
 }
 

@@ -103,30 +103,9 @@ impl<'a> Call<'a> {
     }
 }
 
-/// The tools as vLLM hands them to a chat template (`ChatCompletionToolsParam.model_dump()`):
-/// each `{"type", "function": {"name", "description", "parameters", "strict"?, "defer_loading"?},
-/// "defer_loading"?}` in that order, `description` and `parameters` null when absent, `strict` and
-/// `defer_loading` only when set, other keys dropped; `parameters` as the request sent them
-/// (serde_json writes keys sorted, and so does this). Rendering the row's own key order put our
-/// prompt out of step with the real server's on every row (vLLM 0.32, `scripts/real-vllm-tools.sh`).
+/// The tools as vLLM hands them to the template (`domain::conversation::served_tools`).
 fn served_tools(tools: &serde_json::Value) -> Value {
-    let Some(list) = tools.as_array() else { return Value::from_serialize(tools) };
-    let field = |v: Option<&serde_json::Value>| v.map_or(Value::from(()), Value::from_serialize);
-    let set = |v: Option<&serde_json::Value>| v.filter(|v| !v.is_null()).map(Value::from_serialize);
-    Value::from_iter(list.iter().map(|tool| {
-        let Some(function) = tool.get("function") else { return Value::from_serialize(tool) };
-        let mut described: Vec<(&str, Value)> = vec![
-            ("name", field(function.get("name"))),
-            ("description", field(function.get("description"))),
-            ("parameters", field(function.get("parameters"))),
-        ];
-        for key in ["strict", "defer_loading"] {
-            described.extend(set(function.get(key)).map(|v| (key, v)));
-        }
-        let mut served = vec![("type", Value::from("function")), ("function", Value::from_iter(described))];
-        served.extend(set(tool.get("defer_loading")).map(|v| ("defer_loading", v)));
-        Value::from_iter(served)
-    }))
+    Value::from_serialize(domain::conversation::served_tools(tools))
 }
 
 /// The chat template's source text in a tokenizer folder, as `ChatTemplate::from_dir` reads it.
