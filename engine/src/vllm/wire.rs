@@ -142,16 +142,24 @@ pub(crate) struct Delta<'a> {
     pub reasoning: Option<Text<'a>>,
     #[serde(default, borrow)]
     pub reasoning_content: Option<Text<'a>>,
-    /// Fragments of the calls being written, by `index`.
-    #[serde(default)]
+    /// Fragments of the calls being written, by `index`; `null` (servers that write every
+    /// field of a delta) is none.
+    #[serde(default, deserialize_with = "null_as_default")]
     pub tool_calls: Vec<ToolCallDelta>,
+}
+
+/// A field some servers send as `null` where others leave it out.
+fn null_as_default<'de, D: serde::Deserializer<'de>, T: Default + Deserialize<'de>>(
+    deserializer: D,
+) -> Result<T, D::Error> {
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 /// A piece of a streamed call: the first of a call names its `id` and function, the rest
 /// bring pieces of its `arguments`.
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct ToolCallDelta {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_default")]
     pub index: usize,
     #[serde(default)]
     pub id: Option<String>,
@@ -228,6 +236,23 @@ mod tests {
         let raw = r#"{"id":"x","choices":[{"index":0,"delta":{"content":"hello"},"finish_reason":null}]}"#;
         let chunk: Chunk = serde_json::from_str(raw).unwrap();
         assert!(matches!(chunk.choices[0].delta.content, Some(Text(Cow::Borrowed("hello")))));
+    }
+
+    #[test]
+    fn a_delta_that_writes_every_field_as_null_is_read() {
+        // As servers that serialize every field of the delta send a text chunk.
+        let chunk: Chunk = serde_json::from_str(
+            r#"{"choices":[{"index":0,"delta":{"role":null,"content":"hi","reasoning":null,"reasoning_content":null,"tool_calls":null},"finish_reason":null}]}"#,
+        )
+        .unwrap();
+        let delta = &chunk.choices[0].delta;
+        assert_eq!(delta.content_text(), Some("hi"));
+        assert!(delta.tool_calls.is_empty());
+        let call: Chunk = serde_json::from_str(
+            r#"{"choices":[{"delta":{"content":null,"tool_calls":[{"index":null,"id":"c","type":"function","function":{"name":"f","arguments":null}}]}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(call.choices[0].delta.tool_calls[0].index, 0);
     }
 
     #[test]
