@@ -5,6 +5,7 @@ use crate::generation::SampleState;
 use crate::review::FlagReason;
 use crate::review::{ReviewState, TokenRange};
 use crate::sample_query::{AcceptanceRange, SampleQuery};
+use crate::trainer::Trainer;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use time::OffsetDateTime;
@@ -307,16 +308,31 @@ pub enum TokenSource {
     Retokenize,
 }
 
-/// How a conversation regenerated turn by turn (one request per assistant turn) becomes rows.
+/// How a conversation with several assistant turns becomes tokenized rows.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TurnRows {
-    /// One row per conversation: its last request and answer, with every earlier answer the
-    /// history repeats token for token supervised too.
+    /// One row per conversation. From captured ids: its last request and answer, with every
+    /// earlier answer the history repeats token for token supervised too; re-tokenized: the
+    /// whole conversation, every assistant turn the template renders as it was written supervised.
     #[default]
     PerConversation,
-    /// One row per request: exactly one prompt and its answer.
+    /// One row per assistant turn, `<id>_turn<k>`: from captured ids, each request and its
+    /// answer; re-tokenized, the conversation up to that turn with only that turn supervised (as
+    /// speculators writes rows).
     PerTurn,
+}
+
+/// How a row from captured ids ends.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnEnd {
+    /// At the end-of-turn token the server stopped on (`<|im_end|>`): exactly what the model wrote.
+    #[default]
+    AsSampled,
+    /// Followed by what the chat template writes after that token (Qwen's `\n`), supervised: the
+    /// row SpecForge and speculators build from the same conversation. Needs the tokenizer folder.
+    AsRendered,
 }
 
 /// The target model's tokenizer, for the tokenized layout.
@@ -332,10 +348,17 @@ pub struct Tokenization {
     pub source: TokenSource,
     #[serde(default)]
     pub turn_rows: TurnRows,
+    /// How rows from captured ids end (re-tokenized rows always end as the template renders).
+    #[serde(default)]
+    pub turn_end: TurnEnd,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ExportFormat {
+    /// The trainer the export is made for, whose loader decides the layout, the file format and
+    /// how `tools` are written (`crate::trainer`); none leaves them to the fields below.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trainer: Option<Trainer>,
     pub layout: Layout,
     #[serde(default = "default_file")]
     pub file: FileFormat,
@@ -362,6 +385,7 @@ fn default_reasoning() -> ReasoningStyle {
 impl Default for ExportFormat {
     fn default() -> Self {
         Self {
+            trainer: None,
             layout: Layout::Conversations,
             file: FileFormat::Jsonl,
             reasoning: ReasoningStyle::Field,
@@ -403,10 +427,11 @@ impl ExportSpec {
             many => format!("{} runs", many.len()),
         };
         let outcomes = s.outcomes.iter().map(|o| o.as_str()).collect::<Vec<_>>().join("+");
-        let layout = match self.format.layout {
-            Layout::Conversations => "conversations",
-            Layout::Messages => "messages",
-            Layout::Tokenized => "tokenized",
+        let layout = match (self.format.trainer, self.format.layout) {
+            (Some(t), _) => t.label(),
+            (None, Layout::Conversations) => "conversations",
+            (None, Layout::Messages) => "messages",
+            (None, Layout::Tokenized) => "tokenized",
         };
         let place = match &self.destination {
             Destination::Directory { path } => format!("→ {path}"),
@@ -451,6 +476,9 @@ impl ExportSpec {
             }
         }
         let f = &self.format;
+        if let Some(trainer) = f.trainer {
+            problems.extend(trainer.problems(f));
+        }
         if !(0.0..=0.5).contains(&f.validation_share) {
             problems
                 .push(format!("the validation share must be between 0 and 0.5, not {}", f.validation_share));
@@ -463,6 +491,12 @@ impl ExportSpec {
                 if t.tokenizer_dir.trim().is_empty() && t.source == TokenSource::Retokenize {
                     problems.push(
                         "give the folder holding tokenizer.json and tokenizer_config.json to re-tokenize"
+                            .into(),
+                    );
+                } else if t.tokenizer_dir.trim().is_empty() && t.turn_end == TurnEnd::AsRendered {
+                    problems.push(
+                        "give the tokenizer folder: ending rows as the template renders a turn reads the \
+                         template from it"
                             .into(),
                     );
                 }

@@ -18,6 +18,7 @@ pub mod run_form;
 pub mod sample_query;
 pub mod stored;
 pub mod token;
+pub mod trainer;
 pub mod units;
 pub mod user;
 

@@ -712,6 +712,7 @@ async fn the_manifest_records_sources_endpoints_tokenizer_reviewers_and_filters(
         overlong: Overlong::Drop,
         source: TokenSource::Retokenize,
         turn_rows: TurnRows::PerConversation,
+        turn_end: TurnEnd::AsSampled,
     });
     let id = job::create(&pool, &spec, Some(ann.id), None).await.unwrap();
     let status = job::run(&pool, &env.storage, id).await.unwrap();

@@ -442,6 +442,7 @@ async fn tokenized_export_is_repeatable_and_split_by_seed(pool: sqlx::PgPool) {
         overlong: Overlong::Drop,
         source: TokenSource::Retokenize,
         turn_rows: TurnRows::PerConversation,
+        turn_end: TurnEnd::AsSampled,
     });
     let (first, status) = export(&pool, &env, &spec).await;
     assert_eq!(
@@ -529,6 +530,7 @@ async fn a_failed_export_leaves_nothing(pool: sqlx::PgPool) {
         overlong: Overlong::Truncate,
         source: TokenSource::Auto,
         turn_rows: TurnRows::PerConversation,
+        turn_end: TurnEnd::AsSampled,
     });
     let (id, status) = export(&pool, &env, &spec).await;
     assert_eq!(status, ExportStatus::Failed);
@@ -635,4 +637,113 @@ async fn the_s3_upload_lands(pool: sqlx::PgPool) {
     assert_eq!(hex::encode(sha2::Sha256::digest(&data)), manifest.files[0].sha256);
     assert_eq!(data.iter().filter(|&&b| b == b'\n').count(), 3);
     assert!(entries(&env.root.join("staging")).is_empty(), "the local staging is removed");
+}
+
+/// Seeds the server's ids for every assistant turn of each sample of `run`, as a server that
+/// regenerated them turn by turn and wrote the tokenizer's own tokens would have reported them:
+/// the prompt as the template renders it, the answer up to and including the end-of-turn token
+/// (never the newline the template writes after it, which the server does not sample).
+async fn seed_captured_ids(pool: &sqlx::PgPool, run: i64, tokenizer: &RowTokenizer) {
+    let samples: Vec<(i64, Value, Option<bool>)> =
+        sqlx::query_as("SELECT id, messages, thinking FROM samples WHERE run_id = $1 ORDER BY id")
+            .bind(run)
+            .fetch_all(pool)
+            .await
+            .unwrap();
+    let end = tokenizer.tokenizer().token_to_id("<|im_end|>").unwrap();
+    for (id, messages, thinking) in samples {
+        let turns: Vec<Turn> = serde_json::from_value(messages).unwrap();
+        let assistants = (1..turns.len()).filter(|&i| turns[i].role == "assistant");
+        for (k, i) in assistants.enumerate() {
+            let upto = Conversation { id: "c".into(), thinking, turns: turns[..=i].to_vec(), tools: None };
+            let full = tokenizer.encode_conversation(&upto).unwrap().input_ids;
+            let prompt = tokenizer.turn_prompts(&upto).unwrap().pop().unwrap().input_ids;
+            assert_eq!(full[..prompt.len()], prompt[..], "the fixture's prompts are prefixes of their turns");
+            let stop = full.iter().rposition(|&t| t == end).unwrap();
+            let completion = &full[prompt.len()..=stop];
+            sqlx::query("INSERT INTO sample_tokens (sample_id, turn, prompt_ids, completion_ids) VALUES ($1, $2, $3, $4)")
+                .bind(id)
+                .bind(k as i16)
+                .bind(engine::generation::token_ids::pack(&prompt))
+                .bind(engine::generation::token_ids::pack(completion))
+                .execute(pool)
+                .await
+                .unwrap();
+        }
+        sqlx::query("UPDATE samples SET captured_token_ids = true WHERE id = $1")
+            .bind(id)
+            .execute(pool)
+            .await
+            .unwrap();
+    }
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn captured_rows_ending_as_rendered_are_the_rows_a_trainer_renders_turn_by_turn(pool: sqlx::PgPool) {
+    // Thinking on: each prompt ends with the assistant header and each answer opens with
+    // `<think>`, so the server's ids are the tokenizer's own (with thinking off they need not be).
+    let mut multi = SeedSample::answered("unused", "", "unused");
+    multi.thinking = Some(true);
+    multi.messages = json!([
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": "What is the capital of France?"},
+        {"role": "assistant", "content": "Paris.", "reasoning_content": "A capital."},
+        {"role": "user", "content": "And of Italy?"},
+        {"role": "assistant", "content": "Rome.", "reasoning_content": "Another one."}
+    ]);
+    let samples = [SeedSample::answered("What is 6 times 7?", "Six sevens.", "The answer is 42."), multi];
+    let run = finished_run(&pool, &samples).await;
+    let env = env();
+    std::fs::create_dir_all(env.root.join("exports/tokenizers")).unwrap();
+    for file in ["tokenizer.json", "tokenizer_config.json"] {
+        std::fs::copy(fixtures().join("qwen").join(file), env.root.join("exports/tokenizers").join(file))
+            .unwrap();
+    }
+    let qwen = RowTokenizer::from_dir(&fixtures().join("qwen"), 4096, Overlong::Drop).unwrap();
+    seed_captured_ids(&pool, run, &qwen).await;
+
+    let rows_of = |source: TokenSource, turn_end: TurnEnd, dir: &'static str| {
+        let mut spec = spec(run, dir);
+        spec.format.layout = Layout::Tokenized;
+        spec.format.tokenization = Some(Tokenization {
+            tokenizer_dir: "tokenizers".into(),
+            max_length: 4096,
+            overlong: Overlong::Drop,
+            source,
+            turn_rows: TurnRows::PerTurn,
+            turn_end,
+        });
+        let (pool, env) = (&pool, &env);
+        async move {
+            let (id, status) = export(pool, env, &spec).await;
+            let error = engine::export::store::get(pool, id).await.unwrap().error;
+            assert_eq!(status, ExportStatus::Completed, "{dir}: {error:?}");
+            let dir = env.root.join(format!("exports/{dir}/export-{id}"));
+            (jsonl(&dir.join("train.jsonl")), read_manifest(&dir))
+        }
+    };
+    let (rendered, rendered_manifest) = rows_of(TokenSource::Captured, TurnEnd::AsRendered, "rendered").await;
+    let (sampled, _) = rows_of(TokenSource::Captured, TurnEnd::AsSampled, "sampled").await;
+    let (retokenized, _) = rows_of(TokenSource::Retokenize, TurnEnd::AsRendered, "retokenized").await;
+    assert_eq!(rendered_manifest.token_source, Some(engine::export::manifest::TokenSourceUsed::Captured));
+
+    let row_ids =
+        |rows: &[Value]| rows.iter().map(|r| r["id"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        row_ids(&rendered),
+        [format!("{run}-row-0"), format!("{run}-row-1_turn0"), format!("{run}-row-1_turn1")]
+    );
+    // Captured ids followed by the template's end of turn are the trainer's row, mask included.
+    assert_eq!(rendered, retokenized);
+    let newline = qwen.tokenizer().encode("\n", false).unwrap().get_ids().to_vec();
+    for (with_end, as_sampled) in rendered.iter().zip(&sampled) {
+        let (a, b) = (with_end["input_ids"].as_array().unwrap(), as_sampled["input_ids"].as_array().unwrap());
+        assert_eq!(a[..b.len()], b[..], "the server's ids come first, unchanged");
+        assert_eq!(a[b.len()..].iter().map(|v| v.as_u64().unwrap() as u32).collect::<Vec<_>>(), newline);
+        assert_eq!(
+            with_end["loss_mask"].as_array().unwrap().last(),
+            Some(&json!(1)),
+            "the newline is learned"
+        );
+    }
 }

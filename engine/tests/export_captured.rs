@@ -30,6 +30,7 @@ fn tokenized(run: i64, source: TokenSource, turn_rows: TurnRows, dir: &str) -> E
                 overlong: Overlong::Drop,
                 source,
                 turn_rows,
+                turn_end: TurnEnd::AsSampled,
             }),
             ..Default::default()
         },

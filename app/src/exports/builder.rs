@@ -4,8 +4,9 @@
 use super::api::{fetch_export_choices, ExportChoices, PreviewExport, SavePreset, StartExport};
 use super::form::ExportForm;
 use crate::components::fields::{Choice, Field, GetField};
-use domain::export::{ExportPreview, ExportSpec};
+use domain::export::{ExportPreview, ExportSpec, Layout};
 use domain::generation::SampleState;
+use domain::trainer::Trainer;
 use domain::units::thousands;
 use leptos::prelude::*;
 
@@ -218,14 +219,26 @@ fn BuilderForm(
                 <Field form label="Seed" name="seed" kind="number" get=|f| &f.seed set=|f, v| f.seed = v/>
             </div>
             <div class="row">
-                <Choice form label="Rows" name="layout" get=|f| &f.layout set=|f, v| f.layout = v
-                    options=&[("conversations", "SpecForge conversations"), ("messages", "OpenAI messages"), ("tokenized", "pre-tokenized (input_ids, loss_mask)")]/>
-                <Choice form label="File format" name="file" get=|f| &f.file set=|f, v| f.file = v
-                    options=&[("jsonl", "JSONL"), ("parquet", "Parquet")]/>
-                <Choice form label="Reasoning" name="reasoning" get=|f| &f.reasoning set=|f, v| f.reasoning = v
-                    options=&[("field", "reasoning_content field"), ("inline_think", "inline <think>…</think>"), ("omit", "left out")]/>
+                <Choice form label="For trainer" name="trainer" get=|f| &f.trainer set=|f, v| f.trainer = v
+                    options=&[("", "none: choose the rows yourself"), ("specforge_online", "SpecForge (online, pre-tokenized)"),
+                              ("specforge_offline", "SpecForge (offline hidden states)"), ("speculators", "speculators")]/>
+                <Show when=is(|f| &f.trainer, "")>
+                    <Choice form label="Rows" name="layout" get=|f| &f.layout set=|f, v| f.layout = v
+                        options=&[("conversations", "SpecForge conversations"), ("messages", "OpenAI messages"), ("tokenized", "pre-tokenized (input_ids, loss_mask)")]/>
+                    <Choice form label="File format" name="file" get=|f| &f.file set=|f, v| f.file = v
+                        options=&[("jsonl", "JSONL"), ("parquet", "Parquet (for datasets / pandas)")]/>
+                    <Choice form label="Reasoning" name="reasoning" get=|f| &f.reasoning set=|f, v| f.reasoning = v
+                        options=&[("field", "reasoning_content field"), ("inline_think", "inline <think>…</think>"), ("omit", "left out")]/>
+                </Show>
             </div>
-            <Show when=is(|f| &f.layout, "tokenized")>
+            {move || form.with(|f| Trainer::parse(&f.trainer)).map(|t| view! {
+                <ul class="muted small trainer-load" data-testid="trainer-load">
+                    <li>{format!("{} reads JSONL {}; reasoning goes in reasoning_content.", t.label(),
+                        if t.tools_as_text() { "conversations with `tools` as JSON text on every row" } else { "pre-tokenized rows" })}</li>
+                    {t.how_to_load().iter().map(|line| view! { <li><code>{*line}</code></li> }).collect_view()}
+                </ul>
+            })}
+            <Show when=move || form.with(|f| Trainer::parse(&f.trainer).map_or(f.layout == "tokenized", |t| t.layout() == Layout::Tokenized))>
                 <div class="row">
                     <Field form label="Tokenizer folder (tokenizer.json, tokenizer_config.json)" name="tokenizer_dir" get=|f| &f.tokenizer_dir set=|f, v| f.tokenizer_dir = v hint="tokenizers/qwen3-8b"/>
                     <Field form label="Max length (tokens)" name="max_length" kind="number" get=|f| &f.max_length set=|f, v| f.max_length = v/>
@@ -235,8 +248,10 @@ fn BuilderForm(
                 <div class="row">
                     <Choice form label="Token ids" name="token_source" get=|f| &f.token_source set=|f, v| f.token_source = v
                         options=&[("auto", "the server's own when every sample has them"), ("captured", "the server's own only"), ("retokenize", "re-tokenized with the template")]/>
-                    <Choice form label="Conversations regenerated turn by turn" name="turn_rows" get=|f| &f.turn_rows set=|f, v| f.turn_rows = v
-                        options=&[("per_conversation", "one row per conversation"), ("per_turn", "one row per turn")]/>
+                    <Choice form label="Conversations with several assistant turns" name="turn_rows" get=|f| &f.turn_rows set=|f, v| f.turn_rows = v
+                        options=&[("per_conversation", "one row per conversation"), ("per_turn", "one row per assistant turn")]/>
+                    <Choice form label="Rows from the server's ids end" name="turn_end" get=|f| &f.turn_end set=|f, v| f.turn_end = v
+                        options=&[("as_sampled", "at the end token it sampled"), ("as_rendered", "as the template renders the turn (as trainers do)")]/>
                 </div>
             </Show>
             <div class="row">

@@ -4,10 +4,11 @@
 
 use domain::export::{
     Destination, Duplicates, ExportFormat, ExportSelection, ExportSpec, FileFormat, Layout, Overlong,
-    ReasoningStyle, ReviewFilter, ThinkingMix, TokenSource, Tokenization, TurnRows,
+    ReasoningStyle, ReviewFilter, ThinkingMix, TokenSource, Tokenization, TurnEnd, TurnRows,
 };
 use domain::generation::SampleState;
 use domain::sample_query::AcceptanceRange;
+use domain::trainer::Trainer;
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -36,6 +37,10 @@ pub struct ExportForm {
     /// `any`, `thinking_only`, `non_thinking_only` or `ratio`.
     pub thinking: String,
     pub thinking_share: String,
+    /// The trainer the export is for (`domain::trainer::Trainer`'s names), or empty for none:
+    /// a trainer decides the layout, the file format and the reasoning field.
+    #[serde(default)]
+    pub trainer: String,
     /// `conversations`, `messages` or `tokenized`.
     pub layout: String,
     /// `jsonl` or `parquet`.
@@ -50,6 +55,9 @@ pub struct ExportForm {
     pub token_source: String,
     /// `per_conversation` or `per_turn`.
     pub turn_rows: String,
+    /// `as_sampled` or `as_rendered`.
+    #[serde(default)]
+    pub turn_end: String,
     pub validation_share: String,
     pub seed: String,
     /// `directory` or `s3`.
@@ -166,6 +174,7 @@ impl ExportForm {
             duplicates: name(&s.duplicates),
             thinking: thinking.into(),
             thinking_share,
+            trainer: f.trainer.map(|t| t.as_str().to_string()).unwrap_or_default(),
             layout: name(&f.layout),
             file: name(&f.file),
             reasoning: name(&f.reasoning),
@@ -174,6 +183,7 @@ impl ExportForm {
             overlong: tokenization.as_ref().map_or("drop".into(), |t| name(&t.overlong)),
             token_source: name(&tokenization.as_ref().map(|t| t.source).unwrap_or_default()),
             turn_rows: name(&tokenization.as_ref().map(|t| t.turn_rows).unwrap_or_default()),
+            turn_end: name(&tokenization.as_ref().map(|t| t.turn_end).unwrap_or_default()),
             validation_share: if f.validation_share > 0.0 {
                 f.validation_share.to_string()
             } else {
@@ -208,7 +218,20 @@ impl ExportForm {
                 ThinkingMix::Any
             }
         };
-        let layout: Option<Layout> = pick(&self.layout, "a row layout", p);
+        let trainer = match self.trainer.as_str() {
+            "" => None,
+            raw => {
+                let parsed = Trainer::parse(raw);
+                if parsed.is_none() {
+                    p.push(format!("choose a trainer from the list (`{raw}` is not one of them)"));
+                }
+                parsed
+            }
+        };
+        let layout: Option<Layout> = match trainer {
+            Some(t) => Some(t.layout()),
+            None => pick(&self.layout, "a row layout", p),
+        };
         let file: Option<FileFormat> = pick(&self.file, "a file format", p);
         let reasoning: Option<ReasoningStyle> = pick(&self.reasoning, "where reasoning goes", p);
         let tokenization = if layout == Some(Layout::Tokenized) {
@@ -216,6 +239,7 @@ impl ExportForm {
             let max_length = optional_number::<u32>(&self.max_length, "the maximum length", p);
             let source: Option<TokenSource> = pick(&self.token_source, "where the token ids come from", p);
             let turn_rows: Option<TurnRows> = pick(&self.turn_rows, "rows per conversation or per turn", p);
+            let turn_end: Option<TurnEnd> = pick(&self.turn_end, "how rows from the server's ids end", p);
             if self.max_length.trim().is_empty() {
                 p.push("give the maximum length in tokens".into());
             }
@@ -225,6 +249,7 @@ impl ExportForm {
                 overlong: overlong.unwrap_or(Overlong::Drop),
                 source: source.unwrap_or_default(),
                 turn_rows: turn_rows.unwrap_or_default(),
+                turn_end: turn_end.unwrap_or_default(),
             })
         } else {
             None
@@ -277,12 +302,19 @@ impl ExportForm {
         };
         let spec = ExportSpec {
             selection,
-            format: ExportFormat {
-                layout: layout.unwrap_or(Layout::Conversations),
-                file: file.unwrap_or(FileFormat::Jsonl),
-                reasoning: reasoning.unwrap_or(ReasoningStyle::Field),
-                tokenization,
-                validation_share: share(&self.validation_share, "the validation share", p),
+            format: {
+                let format = ExportFormat {
+                    trainer: None,
+                    layout: layout.unwrap_or(Layout::Conversations),
+                    file: file.unwrap_or(FileFormat::Jsonl),
+                    reasoning: reasoning.unwrap_or(ReasoningStyle::Field),
+                    tokenization,
+                    validation_share: share(&self.validation_share, "the validation share", p),
+                };
+                match trainer {
+                    Some(t) => t.shape(&format),
+                    None => format,
+                }
             },
             destination,
         };
@@ -329,6 +361,7 @@ mod tests {
             overlong: "truncate".into(),
             token_source: "retokenize".into(),
             turn_rows: "per_turn".into(),
+            turn_end: "as_rendered".into(),
             validation_share: "0.1".into(),
             seed: "7".into(),
             destination: "s3".into(),
@@ -348,12 +381,41 @@ mod tests {
             (t.tokenizer_dir.as_str(), t.max_length, t.overlong),
             ("tokenizers/qwen", 2048, Overlong::Truncate)
         );
-        assert_eq!((t.source, t.turn_rows), (TokenSource::Retokenize, TurnRows::PerTurn));
+        assert_eq!(
+            (t.source, t.turn_rows, t.turn_end),
+            (TokenSource::Retokenize, TurnRows::PerTurn, TurnEnd::AsRendered)
+        );
         assert_eq!(spec.format.file, FileFormat::Parquet);
         assert_eq!(spec.format.reasoning, ReasoningStyle::InlineThink);
         assert_eq!(spec.format.validation_share, 0.1);
         assert_eq!(spec.destination, Destination::S3 { bucket: "training".into(), prefix: "eagle3".into() });
         assert_eq!(ExportForm::from_spec(&spec).to_spec().unwrap(), spec);
+    }
+
+    #[test]
+    fn a_trainer_decides_the_layout_file_and_reasoning() {
+        let form = ExportForm {
+            trainer: "speculators".into(),
+            layout: "messages".into(),
+            file: "parquet".into(),
+            reasoning: "omit".into(),
+            ..filled()
+        };
+        let spec = form.to_spec().unwrap();
+        let f = &spec.format;
+        assert_eq!(
+            (f.trainer, f.layout, f.file, f.reasoning),
+            (Some(Trainer::Speculators), Layout::Conversations, FileFormat::Jsonl, ReasoningStyle::Field)
+        );
+        assert_eq!(ExportForm::from_spec(&spec).to_spec().unwrap(), spec);
+        // SpecForge's online trainer reads pre-tokenized rows, so the tokenizer settings apply.
+        let online =
+            ExportForm { trainer: "specforge_online".into(), tokenizer_dir: "tok".into(), ..filled() };
+        let spec = online.to_spec().unwrap();
+        assert_eq!(spec.format.layout, Layout::Tokenized);
+        assert_eq!(spec.format.tokenization.as_ref().unwrap().tokenizer_dir, "tok");
+        let unknown = ExportForm { trainer: "axolotl".into(), ..filled() };
+        assert!(unknown.to_spec().unwrap_err().join("; ").contains("choose a trainer from the list"));
     }
 
     #[test]

@@ -323,6 +323,7 @@ async fn main() {
         overlong: Overlong::Truncate,
         source: TokenSource::Retokenize,
         turn_rows: TurnRows::PerConversation,
+        turn_end: TurnEnd::AsSampled,
     });
     timed_export(&pool, &storage, &spec, "pre-tokenized Parquet, re-tokenized", n).await;
     seed_captured(&pool, run).await;

@@ -48,6 +48,7 @@ pub async fn export(pool: &PgPool, runs: &[i64]) -> anyhow::Result<Vec<Value>> {
                 overlong: Overlong::Drop,
                 source: TokenSource::Captured,
                 turn_rows: TurnRows::PerTurn,
+                turn_end: TurnEnd::AsSampled,
             }),
             ..Default::default()
         },

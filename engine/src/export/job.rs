@@ -10,9 +10,12 @@ use super::provenance;
 use super::runner::{self, JobOptions};
 use super::selection::{self, Split};
 use super::tokenize::{Outcome, RowTokenizer};
-use super::writer::{DataWriter, RowMetadata};
+use super::turn_end::TurnTail;
+use super::writer::{DataWriter, RowMetadata, ToolsField};
 use crate::{Error, Result};
-use domain::export::{ExportSpec, ExportStatus, Layout, TokenSource, TurnRows};
+use domain::export::{
+    ExportSpec, ExportStatus, Layout, Overlong, TokenSource, Tokenization, TurnEnd, TurnRows,
+};
 use sqlx::PgPool;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -171,6 +174,11 @@ pub(super) async fn execute(
                 runs: manifest::runs(pool, &spec.selection.run_ids).await?,
                 template_date: tokenizer_date.map(|d| d.to_string()),
                 token_source,
+                load: spec
+                    .format
+                    .trainer
+                    .map(|t| t.how_to_load().iter().map(|l| l.to_string()).collect())
+                    .unwrap_or_default(),
                 spec,
                 counts,
                 files,
@@ -212,8 +220,9 @@ enum RowMaker {
     Conversations,
     /// Its conversation rendered and encoded again.
     Retokenized(Arc<RowTokenizer>),
-    /// The ids its server reported.
-    Captured { limit: Limit, turn_rows: TurnRows },
+    /// The ids its server reported, each row followed by the template's end of turn when the
+    /// export asked for it (`TurnEnd::AsRendered`).
+    Captured { limit: Limit, turn_rows: TurnRows, tail: Option<TurnTail> },
 }
 
 /// Samples per query when checking that every selected sample has captured ids.
@@ -234,7 +243,12 @@ impl RowMaker {
             _ => return Ok(RowMaker::Conversations),
         };
         let limit = Limit { max_length: t.max_length as usize, overlong: t.overlong };
-        let captured = RowMaker::Captured { limit, turn_rows: t.turn_rows };
+        let tail = match t.turn_end {
+            TurnEnd::AsSampled => None,
+            TurnEnd::AsRendered if t.source == TokenSource::Retokenize => None,
+            TurnEnd::AsRendered => Some(turn_tail(storage, t, date).await?),
+        };
+        let captured = RowMaker::Captured { limit, turn_rows: t.turn_rows, tail };
         let mut missing = plan.samples.len() as u64;
         if t.source != TokenSource::Retokenize {
             missing = 0;
@@ -266,10 +280,12 @@ impl RowMaker {
         let dir = storage.resolve(&t.tokenizer_dir, false)?;
         let (max, overlong) = (t.max_length, t.overlong);
         // Templates that stamp a date (strftime_now) get the export's own.
-        let loaded =
-            tokio::task::spawn_blocking(move || RowTokenizer::from_dir_dated(&dir, date, max, overlong))
-                .await
-                .map_err(|e| Error::Internal(e.into()))??;
+        let turn_rows = t.turn_rows;
+        let loaded = tokio::task::spawn_blocking(move || {
+            RowTokenizer::from_dir_dated(&dir, date, max, overlong).map(|t| t.with_turn_rows(turn_rows))
+        })
+        .await
+        .map_err(|e| Error::Internal(e.into()))??;
         Ok(RowMaker::Retokenized(Arc::new(loaded)))
     }
 
@@ -281,6 +297,28 @@ impl RowMaker {
             RowMaker::Captured { .. } => Some(manifest::TokenSourceUsed::Captured),
         }
     }
+}
+
+/// The end of turn the template of `t`'s tokenizer folder writes, for rows from captured ids.
+async fn turn_tail(storage: &Storage, t: &Tokenization, date: time::Date) -> Result<TurnTail> {
+    if t.tokenizer_dir.trim().is_empty() {
+        return Err(Error::invalid(
+            "give the tokenizer folder: ending rows as the template renders a turn reads the template from it",
+        ));
+    }
+    let dir = storage.resolve(&t.tokenizer_dir, false)?;
+    let tail = tokio::task::spawn_blocking(move || {
+        let tokenizer = RowTokenizer::from_dir_dated(&dir, date, u32::MAX, Overlong::Drop)?;
+        TurnTail::of(&tokenizer)
+    })
+    .await
+    .map_err(|e| Error::Internal(e.into()))??;
+    tail.ok_or_else(|| {
+        Error::invalid(
+            "the chat template does not end an assistant turn with a special token, so what it writes after \
+             one cannot be added to the server's ids: choose rows that end as sampled",
+        )
+    })
 }
 
 /// One batch read from the database: conversations, and the captured ids when rows use them.
@@ -323,9 +361,13 @@ impl Sink {
                 RowMaker::Retokenized(tokenizer) => {
                     let (conversations, metadata): (Vec<Conversation>, Vec<Option<RowMetadata>>) =
                         samples.into_iter().map(|(_, c, m)| (c, m)).unzip();
-                    tokenizer.tokenize_batch(&conversations)?.into_iter().zip(metadata).collect()
+                    let made = tokenizer.tokenize_batch(&conversations)?;
+                    made.into_iter()
+                        .zip(metadata)
+                        .flat_map(|(rows, m)| rows.into_iter().map(move |row| (row, m)))
+                        .collect()
                 }
-                RowMaker::Captured { limit, turn_rows } => {
+                RowMaker::Captured { limit, turn_rows, tail } => {
                     let mut outcomes = Vec::with_capacity(samples.len());
                     for (id, c, m) in samples {
                         let requests = captured.remove(&id).ok_or_else(|| {
@@ -334,7 +376,10 @@ impl Sink {
                                  start the export again"
                             ))
                         })?;
-                        let made = captured::rows(&c.id, &requests, *turn_rows);
+                        let mut made = captured::rows(&c.id, &requests, *turn_rows);
+                        if let Some(tail) = tail {
+                            made.iter_mut().for_each(|row| tail.append(row));
+                        }
                         self.counts.captured_requests += requests.len() as u64;
                         outcomes.extend(made.into_iter().map(|row| (limit.apply(row), m)));
                     }
@@ -394,7 +439,11 @@ async fn write_all(
     let mut writers = BTreeMap::new();
     for split in splits {
         let name = format!("{}.{}", split.as_str(), format.file.extension());
-        let writer = DataWriter::create(&staging.join(&name), format.layout, format.file)?;
+        let tools = match format.trainer {
+            Some(trainer) if trainer.tools_as_text() => ToolsField::TextOnEveryRow,
+            _ => ToolsField::ListWhenOffered,
+        };
+        let writer = DataWriter::create(&staging.join(&name), format.layout, format.file, tools)?;
         writers.insert(split, (name, writer, 0u64));
     }
     let mut sink =

@@ -28,6 +28,10 @@ pub struct Manifest {
     /// Where tokenized rows' ids came from; none for conversation layouts.
     #[serde(default)]
     pub token_source: Option<TokenSourceUsed>,
+    /// How the trainer the export was made for loads it (`domain::trainer`), one step a line,
+    /// `{export}` standing for this folder; none without a trainer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub load: Vec<String>,
     pub counts: Counts,
     pub files: Vec<FileEntry>,
     /// Sources, endpoints, tokenizer, reviewers and filters (absent from manifests written

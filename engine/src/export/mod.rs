@@ -30,6 +30,7 @@ pub mod store;
 pub mod template;
 pub mod tokenize;
 pub mod training_view;
+pub mod turn_end;
 pub mod writer;
 
 pub use destination::{S3Options, Storage};

@@ -8,7 +8,7 @@ use super::conversation::Conversation;
 use super::spans::{self, AddedTokens, Supervised};
 use super::template::ChatTemplate;
 use crate::{Error, Result};
-use domain::export::Overlong;
+use domain::export::{Overlong, TurnRows};
 use std::ops::Range;
 use std::path::Path;
 use time::{Date, OffsetDateTime};
@@ -53,6 +53,7 @@ pub struct RowTokenizer {
     template: ChatTemplate,
     added: AddedTokens,
     limit: Limit,
+    turn_rows: TurnRows,
 }
 
 impl RowTokenizer {
@@ -86,7 +87,12 @@ impl RowTokenizer {
     ) -> Result<Self> {
         let added = AddedTokens::new(tokenizer.get_added_tokens_decoder().into_values().map(|t| t.content));
         let limit = Limit { max_length: max_length as usize, overlong };
-        Ok(Self { tokenizer, template, added, limit })
+        Ok(Self { tokenizer, template, added, limit, turn_rows: TurnRows::PerConversation })
+    }
+
+    /// Rows per conversation, or one per assistant turn (`tokenize_batch`).
+    pub fn with_turn_rows(self, turn_rows: TurnRows) -> Self {
+        Self { turn_rows, ..self }
     }
 
     /// The date `strftime_now` renders, for the manifest.
@@ -136,20 +142,57 @@ impl RowTokenizer {
         })
     }
 
-    /// Tokenizes a batch, encoding the texts in parallel.
-    pub fn tokenize_batch(&self, conversations: &[Conversation]) -> Result<Vec<Outcome>> {
-        let supervised = conversations.iter().map(|c| self.render(c)).collect::<Result<Vec<_>>>()?;
-        let texts: Vec<&str> = supervised.iter().map(|s| s.text.as_str()).collect();
+    /// Tokenizes a batch, encoding the texts in parallel: each conversation's rows, one per
+    /// conversation or one per assistant turn as `with_turn_rows` chose.
+    pub fn tokenize_batch(&self, conversations: &[Conversation]) -> Result<Vec<Vec<Outcome>>> {
+        let mut rows: Vec<(usize, String, Supervised)> = Vec::with_capacity(conversations.len());
+        for (at, c) in conversations.iter().enumerate() {
+            match self.turn_rows {
+                TurnRows::PerConversation => rows.push((at, c.id.clone(), self.render(c)?)),
+                TurnRows::PerTurn => {
+                    rows.extend(self.render_turns(c)?.into_iter().map(|(id, s)| (at, id, s)))
+                }
+            }
+        }
+        let texts: Vec<&str> = rows.iter().map(|(_, _, s)| s.text.as_str()).collect();
         let encodings = self
             .tokenizer
             .encode_batch(texts, false)
             .map_err(|e| Error::Internal(anyhow::anyhow!("tokenizing a batch: {e}")))?;
-        Ok(encodings
-            .iter()
-            .zip(&supervised)
-            .zip(conversations)
-            .map(|((encoding, supervised), c)| self.finish(c.id.clone(), encoding, supervised))
-            .collect())
+        let mut out: Vec<Vec<Outcome>> = conversations.iter().map(|_| Vec::new()).collect();
+        for ((at, id, supervised), encoding) in rows.into_iter().zip(&encodings) {
+            out[at].push(self.finish(id, encoding, &supervised));
+        }
+        Ok(out)
+    }
+
+    /// One row per assistant turn after the first message, as speculators writes rows: the
+    /// conversation up to and including that turn, as the template renders it at that point, with
+    /// only that turn supervised. Ids are `<id>_turn<k>` (k from 0) when there are several, the
+    /// plain id when there is one, as rows from captured ids per request are named.
+    pub fn render_turns(&self, conversation: &Conversation) -> Result<Vec<(String, Supervised)>> {
+        let turns = &conversation.turns;
+        let assistants: Vec<usize> = (1..turns.len()).filter(|&i| turns[i].role == "assistant").collect();
+        let mut rows = Vec::with_capacity(assistants.len());
+        for (k, &i) in assistants.iter().enumerate() {
+            let upto = Conversation {
+                id: conversation.id.clone(),
+                thinking: conversation.thinking,
+                turns: turns[..=i].to_vec(),
+                tools: conversation.tools.clone(),
+            };
+            let mut supervised = self.render(&upto)?;
+            // The last span is turn i's: it ends the render, so it is never left out.
+            supervised.spans = supervised.spans.pop().into_iter().collect();
+            supervised.unsupervised_turns = 0;
+            let id = if assistants.len() == 1 {
+                conversation.id.clone()
+            } else {
+                format!("{}_turn{k}", conversation.id)
+            };
+            rows.push((id, supervised));
+        }
+        Ok(rows)
     }
 
     pub fn tokenizer(&self) -> &Tokenizer {

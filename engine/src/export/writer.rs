@@ -5,9 +5,12 @@ use super::conversation::Conversation;
 use super::tokenize::Tokenized;
 use crate::generation::conversation::Turn;
 use crate::{Error, Result};
-use arrow_array::builder::{Int32Builder, Int8Builder, ListBuilder, StringBuilder, StructBuilder};
+use arrow_array::builder::{
+    ArrayBuilder, Int32Builder, Int8Builder, ListBuilder, StringBuilder, StructBuilder,
+};
 use arrow_array::{ArrayRef, Float64Array, Int32Array, RecordBatch};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
+use domain::conversation::ToolCall;
 use domain::export::{FileFormat, Layout};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
@@ -24,7 +27,7 @@ const ROW_GROUP: usize = 1024;
 // One per export, kept for its whole run: boxing the Parquet writer would buy nothing.
 #[allow(clippy::large_enum_variant)]
 pub enum DataWriter {
-    Jsonl { out: BufWriter<File>, layout: Layout },
+    Jsonl { out: BufWriter<File>, layout: Layout, tools: ToolsField },
     Parquet { out: ArrowWriter<File>, layout: Layout, schema: SchemaRef },
 }
 
@@ -38,12 +41,40 @@ pub struct RowMetadata {
     pub verify_steps: u32,
 }
 
+/// How JSONL rows carry the functions a conversation offers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToolsField {
+    /// A list, on the rows that offer any (OpenAI's shape).
+    ListWhenOffered,
+    /// JSON text on every row, `"[]"` on rows that offer none: what both trainers' conversation
+    /// loaders read whatever `datasets` version reads the file (`domain::trainer`).
+    TextOnEveryRow,
+}
+
+impl ToolsField {
+    fn of<'a>(self, tools: Option<&'a serde_json::Value>) -> Option<Tools<'a>> {
+        match self {
+            ToolsField::ListWhenOffered => tools.map(Tools::List),
+            ToolsField::TextOnEveryRow => {
+                Some(Tools::Text(tools.map_or_else(|| "[]".to_string(), |t| t.to_string())))
+            }
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Tools<'a> {
+    List(&'a serde_json::Value),
+    Text(String),
+}
+
 #[derive(Serialize)]
 struct SpecForgeRow<'a> {
     id: &'a str,
     conversations: &'a [Turn],
     #[serde(skip_serializing_if = "Option::is_none")]
-    tools: Option<&'a serde_json::Value>,
+    tools: Option<Tools<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     metadata: Option<RowMetadata>,
 }
@@ -53,7 +84,7 @@ struct OpenAiRow<'a> {
     id: &'a str,
     messages: &'a [Turn],
     #[serde(skip_serializing_if = "Option::is_none")]
-    tools: Option<&'a serde_json::Value>,
+    tools: Option<Tools<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     metadata: Option<RowMetadata>,
 }
@@ -72,10 +103,14 @@ fn io(path: &Path, e: impl std::fmt::Display) -> Error {
 }
 
 impl DataWriter {
-    pub fn create(path: &Path, layout: Layout, format: FileFormat) -> Result<Self> {
+    /// A data file of `layout` rows; `tools` says how JSONL conversation rows carry their tools
+    /// (Parquet rows always as JSON text, null without).
+    pub fn create(path: &Path, layout: Layout, format: FileFormat, tools: ToolsField) -> Result<Self> {
         let file = File::create(path).map_err(|e| io(path, e))?;
         Ok(match format {
-            FileFormat::Jsonl => DataWriter::Jsonl { out: BufWriter::with_capacity(1 << 20, file), layout },
+            FileFormat::Jsonl => {
+                DataWriter::Jsonl { out: BufWriter::with_capacity(1 << 20, file), layout, tools }
+            }
             FileFormat::Parquet => {
                 let schema = schema(layout);
                 let props = WriterProperties::builder()
@@ -98,7 +133,7 @@ impl DataWriter {
             return Ok(());
         }
         match self {
-            DataWriter::Jsonl { out, layout } => {
+            DataWriter::Jsonl { out, layout, tools } => {
                 for (row, &metadata) in rows.iter().zip(metadata) {
                     match layout {
                         Layout::Messages => serde_json::to_writer(
@@ -106,7 +141,7 @@ impl DataWriter {
                             &OpenAiRow {
                                 id: &row.id,
                                 messages: &row.turns,
-                                tools: row.tools.as_ref(),
+                                tools: tools.of(row.tools.as_ref()),
                                 metadata,
                             },
                         ),
@@ -115,7 +150,7 @@ impl DataWriter {
                             &SpecForgeRow {
                                 id: &row.id,
                                 conversations: &row.turns,
-                                tools: row.tools.as_ref(),
+                                tools: tools.of(row.tools.as_ref()),
                                 metadata,
                             },
                         ),
@@ -180,10 +215,28 @@ fn turn_fields() -> Fields {
         Field::new("role", DataType::Utf8, false),
         Field::new("content", DataType::Utf8, false),
         Field::new("reasoning_content", DataType::Utf8, true),
-        // JSON text, as SpecForge stores list and dict fields so Arrow sees one type.
-        Field::new("tool_calls", DataType::Utf8, true),
+        // OpenAI's call shape as structures (`datasets` reads them back as lists of dicts, which
+        // a renderer takes as they are); the arguments stay JSON text, as the API writes them.
+        Field::new("tool_calls", DataType::List(call_item()), true),
         Field::new("tool_call_id", DataType::Utf8, true),
     ])
+}
+
+/// `{"id", "type", "function": {"name", "arguments"}}`.
+fn call_fields() -> Fields {
+    let function = Fields::from(vec![
+        Field::new("name", DataType::Utf8, false),
+        Field::new("arguments", DataType::Utf8, false),
+    ]);
+    Fields::from(vec![
+        Field::new("id", DataType::Utf8, false),
+        Field::new("type", DataType::Utf8, false),
+        Field::new("function", DataType::Struct(function), false),
+    ])
+}
+
+fn call_item() -> Arc<Field> {
+    Arc::new(Field::new("item", DataType::Struct(call_fields()), false))
 }
 
 fn turn_item() -> Arc<Field> {
@@ -258,11 +311,8 @@ fn conversation_batch(
                 .field_builder::<StringBuilder>(2)
                 .expect("reasoning_content")
                 .append_option(turn.reasoning_content.as_deref());
-            let calls = (!turn.tool_calls.is_empty())
-                .then(|| serde_json::to_string(&turn.tool_calls))
-                .transpose()
-                .map_err(|e| Error::Internal(e.into()))?;
-            structs.field_builder::<StringBuilder>(3).expect("tool_calls").append_option(calls);
+            let calls = structs.field_builder::<CallsBuilder>(3).expect("tool_calls");
+            append_calls(calls, &turn.tool_calls);
             structs
                 .field_builder::<StringBuilder>(4)
                 .expect("tool_call_id")
@@ -275,6 +325,28 @@ fn conversation_batch(
     let columns: Vec<ArrayRef> =
         vec![Arc::new(ids.finish()), Arc::new(turns.finish()), Arc::new(tools.finish()), acceptance, steps];
     RecordBatch::try_new(schema, columns).map_err(|e| Error::Internal(e.into()))
+}
+
+/// What `StructBuilder::from_fields` makes for a list field.
+type CallsBuilder = ListBuilder<Box<dyn ArrayBuilder>>;
+
+/// A turn's calls; null (not an empty list) for a turn without, as JSONL leaves the key out.
+fn append_calls(calls: &mut CallsBuilder, turn_calls: &[ToolCall]) {
+    if turn_calls.is_empty() {
+        calls.append(false);
+        return;
+    }
+    let call = calls.values().as_any_mut().downcast_mut::<StructBuilder>().expect("a call is a struct");
+    for c in turn_calls {
+        call.field_builder::<StringBuilder>(0).expect("id").append_value(&c.id);
+        call.field_builder::<StringBuilder>(1).expect("type").append_value("function");
+        let function = call.field_builder::<StructBuilder>(2).expect("function");
+        function.field_builder::<StringBuilder>(0).expect("name").append_value(&c.function.name);
+        function.field_builder::<StringBuilder>(1).expect("arguments").append_value(&c.function.arguments);
+        function.append(true);
+        call.append(true);
+    }
+    calls.append(true);
 }
 
 fn tokenized_batch(
@@ -312,7 +384,6 @@ fn tokenized_batch(
 mod tests {
     use super::*;
     use arrow_array::{Array, ListArray, StringArray, StructArray};
-    use domain::conversation::ToolCall;
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
     use serde_json::json;
 
@@ -341,7 +412,7 @@ mod tests {
     fn write(layout: Layout, format: FileFormat) -> (tempfile::TempDir, std::path::PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("data");
-        let mut writer = DataWriter::create(&path, layout, format).unwrap();
+        let mut writer = DataWriter::create(&path, layout, format, ToolsField::ListWhenOffered).unwrap();
         writer.write_conversations(&[tool_conversation()], &[None]).unwrap();
         writer.finish().unwrap();
         (dir, path)
@@ -365,7 +436,24 @@ mod tests {
     }
 
     #[test]
-    fn parquet_rows_carry_tools_and_calls_as_json_text() {
+    fn trainer_rows_carry_tools_as_text_on_every_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data");
+        let mut writer =
+            DataWriter::create(&path, Layout::Conversations, FileFormat::Jsonl, ToolsField::TextOnEveryRow)
+                .unwrap();
+        let plain = Conversation { id: "1-b".into(), tools: None, ..tool_conversation() };
+        writer.write_conversations(&[tool_conversation(), plain], &[None, None]).unwrap();
+        writer.finish().unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let rows: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let offered: serde_json::Value = serde_json::from_str(rows[0]["tools"].as_str().unwrap()).unwrap();
+        assert_eq!(offered, tool_conversation().tools.unwrap());
+        assert_eq!(rows[1]["tools"], "[]");
+    }
+
+    #[test]
+    fn parquet_rows_carry_calls_as_structures_and_tools_as_json_text() {
         let (_dir, path) = write(Layout::Messages, FileFormat::Parquet);
         let reader =
             ParquetRecordBatchReaderBuilder::try_new(File::open(&path).unwrap()).unwrap().build().unwrap();
@@ -377,11 +465,31 @@ mod tests {
             batch.column_by_name("messages").unwrap().as_any().downcast_ref::<ListArray>().unwrap().clone();
         let turns = messages.value(0);
         let turns = turns.as_any().downcast_ref::<StructArray>().unwrap();
-        let calls =
-            turns.column_by_name("tool_calls").unwrap().as_any().downcast_ref::<StringArray>().unwrap();
-        let parsed: Vec<ToolCall> = serde_json::from_str(calls.value(1)).unwrap();
-        assert_eq!(parsed[0].function.name, "get_weather");
+        let calls = turns.column_by_name("tool_calls").unwrap().as_any().downcast_ref::<ListArray>().unwrap();
         assert!(calls.is_null(0));
+        let made = calls.value(1);
+        let made = made.as_any().downcast_ref::<StructArray>().unwrap();
+        let text = |array: &StructArray, name: &str, i: usize| {
+            array
+                .column_by_name(name)
+                .unwrap()
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .unwrap()
+                .value(i)
+                .to_string()
+        };
+        let function =
+            made.column_by_name("function").unwrap().as_any().downcast_ref::<StructArray>().unwrap();
+        assert_eq!(
+            (
+                text(made, "id", 0),
+                text(made, "type", 0),
+                text(function, "name", 0),
+                text(function, "arguments", 0)
+            ),
+            ("c1".into(), "function".into(), "get_weather".into(), "{\"city\": \"Paris\"}".into())
+        );
         let ids =
             turns.column_by_name("tool_call_id").unwrap().as_any().downcast_ref::<StringArray>().unwrap();
         assert_eq!(ids.value(2), "c1");

@@ -1,0 +1,266 @@
+//! Exports a fixed set in each trainer preset, with the tokenized rows each preset's trainer
+//! should build from it, for `scripts/trainer-compat.sh` to feed through the trainers' own data
+//! code (not a test: the trainers are Python, installed by that script).
+//!
+//! The fixed set: a plain question, a reasoning answer, a system prompt and two user turns, a tool
+//! call answered by its result then a text answer, two parallel calls with reasoning, and a final
+//! call; tools whose `parameters` nest objects with keys out of alphabetical order. Each sample
+//! holds the server's ids for every assistant turn, as a server that regenerated them turn by turn
+//! with the target's own tokens reports them (prompt as the template renders it, answer up to the
+//! end-of-turn token): the ids the target saw.
+//!
+//! Writes, under OUT (a storage root):
+//! - `speculators/`, `specforge_offline/`: the conversation presets' JSONL;
+//! - `speculators_rows/`: the server's ids per turn ending as the template renders a turn (what
+//!   speculators must build from `speculators/`);
+//! - `specforge_rows/`: the same per conversation (the ids SpecForge must build from
+//!   `specforge_offline/`);
+//! - `specforge_online/`: SpecForge's online preset, pre-tokenized (loaded as written);
+//! - `folders.json`: each one's `export-<id>` folder.
+//!
+//!   REAL_VLLM_MODEL_DIR=~/.cache/real-vllm/tiny-tools-model DATABASE_URL=postgres://… \
+//!   cargo run -p engine --example trainer_compat -- OUT
+#![allow(clippy::unwrap_used)] // Examples may unwrap: a failure there is a failure of the example, with its message.
+
+#[path = "common/scratch_database.rs"]
+mod scratch_database;
+
+use domain::export::*;
+use domain::trainer::Trainer;
+use engine::export::conversation::Conversation;
+use engine::export::tokenize::RowTokenizer;
+use engine::export::{job, S3Options, Storage};
+use engine::generation::conversation::Turn;
+use engine::testing::{finished_run, SeedSample};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+/// A tool whose schema is written as people write it: `type`, `properties`, `required`; each
+/// property's `type` before its `description`; a nested object.
+fn weather_tools() -> Value {
+    json!([
+        {"type": "function", "function": {"name": "get_weather", "description": "The weather of a city.",
+            "parameters": {"type": "object", "properties": {
+                "city": {"type": "string", "description": "The city"},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+                "when": {"type": "object", "properties": {"hour": {"type": "integer"}, "day": {"type": "string"}}}},
+                "required": ["city"]}}},
+        {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}}}
+    ])
+}
+
+fn call(id: &str, name: &str, arguments: &str) -> Value {
+    json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}})
+}
+
+/// The fixed set: (category, thinking, messages, offers tools).
+fn fixed_set() -> Vec<(&'static str, Option<bool>, Value, bool)> {
+    vec![
+        (
+            "plain",
+            None,
+            json!([
+            {"role": "user", "content": "What is the capital of France?"},
+            {"role": "assistant", "content": "Paris."}]),
+            false,
+        ),
+        (
+            "reasoning",
+            Some(true),
+            json!([
+            {"role": "user", "content": "What is 6 times 7?"},
+            {"role": "assistant", "content": "The answer is 42.", "reasoning_content": "Six sevens: 7, 14, 21, 28, 35, 42."}]),
+            false,
+        ),
+        (
+            "multi_turn",
+            Some(true),
+            json!([
+            {"role": "system", "content": "You are terse."},
+            {"role": "user", "content": "Capital of Italy?"},
+            {"role": "assistant", "content": "Rome.", "reasoning_content": "Italy's capital."},
+            {"role": "user", "content": "And of Spain?"},
+            {"role": "assistant", "content": "Madrid.", "reasoning_content": "Spain's capital."}]),
+            false,
+        ),
+        (
+            "tool_result",
+            Some(true),
+            json!([
+            {"role": "user", "content": "What is the weather in Paris?"},
+            {"role": "assistant", "content": "", "tool_calls": [call("c1", "get_weather", "{\"city\": \"Paris\", \"unit\": \"celsius\"}")]},
+            {"role": "tool", "tool_call_id": "c1", "content": "{\"temperature\": 18}"},
+            {"role": "assistant", "content": "It is 18 °C in Paris."}]),
+            true,
+        ),
+        (
+            "parallel_calls",
+            Some(true),
+            json!([
+            {"role": "user", "content": "Weather in Lima and Tokyo tomorrow at noon?"},
+            {"role": "assistant", "content": "", "reasoning_content": "Two cities: two calls.", "tool_calls": [
+                call("a", "get_weather", "{\"when\": {\"hour\": 12, \"day\": \"tomorrow\"}, \"city\": \"Lima\"}"),
+                call("b", "get_weather", "{\"city\": \"Tokyo\", \"when\": {\"hour\": 12, \"day\": \"tomorrow\"}}")]},
+            {"role": "tool", "tool_call_id": "a", "content": "{\"temperature\": 21}"},
+            {"role": "tool", "tool_call_id": "b", "content": "{\"temperature\": 9}"},
+            {"role": "assistant", "content": "Lima 21 °C, Tokyo 9 °C."}]),
+            true,
+        ),
+        (
+            "final_call",
+            None,
+            json!([
+            {"role": "user", "content": "What time is it?"},
+            {"role": "assistant", "content": "", "tool_calls": [call("t", "get_time", "{}")]}]),
+            true,
+        ),
+    ]
+}
+
+/// The server's ids for every assistant turn of `conversation`: its prompt as the template
+/// renders it, its answer through the end-of-turn token.
+fn captured(
+    tokenizer: &RowTokenizer,
+    conversation: &Conversation,
+) -> anyhow::Result<Vec<(Vec<u32>, Vec<u32>)>> {
+    let end =
+        tokenizer.tokenizer().token_to_id("<|im_end|>").ok_or_else(|| anyhow::anyhow!("no <|im_end|>"))?;
+    let turns = &conversation.turns;
+    let mut requests = Vec::new();
+    for i in (1..turns.len()).filter(|&i| turns[i].role == "assistant") {
+        let upto = Conversation { turns: turns[..=i].to_vec(), ..conversation.clone() };
+        let full = tokenizer.encode_conversation(&upto)?.input_ids;
+        let prompt = tokenizer.turn_prompts(&upto)?.pop().unwrap().input_ids;
+        anyhow::ensure!(
+            full.starts_with(&prompt),
+            "{}: the prompt of turn {i} is not how the turn begins",
+            conversation.id
+        );
+        let stop = full.iter().rposition(|&t| t == end).unwrap();
+        requests.push((prompt.clone(), full[prompt.len()..=stop].to_vec()));
+    }
+    Ok(requests)
+}
+
+async fn export(pool: &sqlx::PgPool, storage: &Storage, spec: &ExportSpec) -> anyhow::Result<PathBuf> {
+    let id = job::create(pool, spec, None, None).await?;
+    let status = job::run(pool, storage, id).await?;
+    let record = engine::export::store::get(pool, id).await?;
+    anyhow::ensure!(status == ExportStatus::Completed, "export {id} failed: {:?}", record.error);
+    Ok(PathBuf::from(record.location.unwrap_or_default()))
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let out =
+        PathBuf::from(std::env::args().nth(1).ok_or_else(|| anyhow::anyhow!("usage: trainer_compat OUT"))?);
+    let model = PathBuf::from(std::env::var("REAL_VLLM_MODEL_DIR")?);
+    std::fs::create_dir_all(out.join("tokenizer"))?;
+    let out = out.canonicalize()?;
+    for file in ["tokenizer.json", "tokenizer_config.json", "chat_template.jinja"] {
+        if model.join(file).is_file() {
+            std::fs::copy(model.join(file), out.join("tokenizer").join(file))?;
+        }
+    }
+    let tokenizer = RowTokenizer::from_dir(&out.join("tokenizer"), 1 << 20, Overlong::Drop)?;
+    let pool = scratch_database::scratch_database("draft_studio_trainer_compat").await?;
+    engine::testing::user(&pool).await;
+
+    let set = fixed_set();
+    let seeds: Vec<SeedSample> = set
+        .iter()
+        .map(|(category, thinking, messages, _)| SeedSample {
+            thinking: *thinking,
+            messages: messages.clone(),
+            category: *category,
+            ..SeedSample::answered("", "", "")
+        })
+        .collect();
+    let run = finished_run(&pool, &seeds).await;
+    let samples: Vec<(i64, i64)> =
+        sqlx::query_as("SELECT id, row_id FROM samples WHERE run_id = $1 ORDER BY id")
+            .bind(run)
+            .fetch_all(&pool)
+            .await?;
+    for ((id, row), (_, thinking, messages, tools)) in samples.iter().zip(&set) {
+        let tools = tools.then(weather_tools);
+        sqlx::query("UPDATE dataset_rows SET tools = $2 WHERE id = $1")
+            .bind(row)
+            .bind(&tools)
+            .execute(&pool)
+            .await?;
+        let conversation = Conversation {
+            id: id.to_string(),
+            thinking: *thinking,
+            turns: serde_json::from_value::<Vec<Turn>>(messages.clone())?,
+            tools: tools.as_ref().map(domain::conversation::served_tools),
+        };
+        for (k, (prompt, completion)) in captured(&tokenizer, &conversation)?.into_iter().enumerate() {
+            sqlx::query("INSERT INTO sample_tokens (sample_id, turn, prompt_ids, completion_ids) VALUES ($1, $2, $3, $4)")
+                .bind(id)
+                .bind(k as i16)
+                .bind(engine::generation::token_ids::pack(&prompt))
+                .bind(engine::generation::token_ids::pack(&completion))
+                .execute(&pool)
+                .await?;
+        }
+        sqlx::query("UPDATE samples SET captured_token_ids = true WHERE id = $1")
+            .bind(id)
+            .execute(&pool)
+            .await?;
+    }
+
+    let storage = Storage::new(vec![out.clone()], S3Options::default());
+    let spec = |trainer: Option<Trainer>, tokenization: Option<(TurnRows, TurnEnd)>, dir: &str| {
+        let base = ExportFormat {
+            layout: if tokenization.is_some() { Layout::Tokenized } else { Layout::Conversations },
+            tokenization: tokenization.map(|(turn_rows, turn_end)| Tokenization {
+                tokenizer_dir: "tokenizer".into(),
+                max_length: 1 << 20,
+                overlong: Overlong::Drop,
+                source: TokenSource::Captured,
+                turn_rows,
+                turn_end,
+            }),
+            ..ExportFormat::default()
+        };
+        ExportSpec {
+            selection: ExportSelection::for_runs(vec![run]),
+            format: trainer.map_or(base.clone(), |t| t.shape(&base)),
+            destination: Destination::Directory { path: dir.into() },
+        }
+    };
+    let mut folders = serde_json::Map::new();
+    for (name, spec) in [
+        ("speculators", spec(Some(Trainer::Speculators), None, "speculators")),
+        ("speculators_rows", spec(None, Some((TurnRows::PerTurn, TurnEnd::AsRendered)), "speculators_rows")),
+        ("specforge_offline", spec(Some(Trainer::SpecforgeOffline), None, "specforge_offline")),
+        (
+            "specforge_rows",
+            spec(None, Some((TurnRows::PerConversation, TurnEnd::AsRendered)), "specforge_rows"),
+        ),
+        (
+            "specforge_online",
+            spec(
+                Some(Trainer::SpecforgeOnline),
+                Some((TurnRows::PerConversation, TurnEnd::AsSampled)),
+                "specforge_online",
+            ),
+        ),
+    ] {
+        let problems = spec.problems();
+        anyhow::ensure!(problems.is_empty(), "{name}: {problems:?}");
+        let folder = export(&pool, &storage, &spec).await?;
+        println!("{name}: {}", folder.display());
+        folders.insert(name.into(), json!(folder));
+    }
+    std::fs::write(out.join("folders.json"), serde_json::to_vec_pretty(&folders)?)?;
+    let rows = |dir: &Path| std::fs::read_to_string(dir.join("train.jsonl")).map(|t| t.lines().count());
+    println!(
+        "fixed set: {} samples; {} rows per turn, {} per conversation",
+        set.len(),
+        rows(Path::new(folders["speculators_rows"].as_str().unwrap()))?,
+        rows(Path::new(folders["specforge_rows"].as_str().unwrap()))?
+    );
+    Ok(())
+}
