@@ -12,13 +12,27 @@
 //! - `datasets` before 4.8.4 (speculators allows 4.0) merges the keys of every row's tool
 //!   definitions, giving each tool `null` entries for the others' keys and sorting them; both
 //!   trainers parse `tools` written as JSON text, which no version reshapes. So rows for the
-//!   conversation routes carry `tools` as JSON text, `"[]"` when a row offers none.
+//!   conversation routes carry `tools` as JSON text.
+//! - speculators sends a row's tools to vLLM's render server as they are, and vLLM refuses an
+//!   empty list (400, "`tools` must not be an empty array"): the conversation is dropped with a log
+//!   line. So its rows carry `tools` only when they offer some, and SpecForge's `"[]"` otherwise.
 //! - SpecForge's online trainer uses pre-tokenized rows (`data.prompts_path`) as they are: the
 //!   only SpecForge route whose loss mask is exactly ours. Its conversation routes rebuild the same
 //!   ids with the `qwen3.5` template but supervise the think block by their own rule.
 
 use crate::export::{ExportFormat, FileFormat, Layout, ReasoningStyle};
 use serde::{Deserialize, Serialize};
+
+/// How JSONL conversation rows carry the functions a conversation offers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToolsColumn {
+    /// A list, on the rows that offer any (OpenAI's shape): where an export without a trainer is.
+    ListWhenOffered,
+    /// JSON text, on the rows that offer any (speculators).
+    TextWhenOffered,
+    /// JSON text on every row, `"[]"` on rows that offer none (SpecForge's offline loader).
+    TextOnEveryRow,
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -65,9 +79,13 @@ impl Trainer {
         }
     }
 
-    /// Whether rows carry `tools` on every row, as JSON text (`"[]"` without).
-    pub fn tools_as_text(self) -> bool {
-        self.layout() == Layout::Conversations
+    /// How its rows carry the functions a conversation offers.
+    pub fn tools_column(self) -> ToolsColumn {
+        match self {
+            Trainer::SpecforgeOnline => ToolsColumn::ListWhenOffered,
+            Trainer::SpecforgeOffline => ToolsColumn::TextOnEveryRow,
+            Trainer::Speculators => ToolsColumn::TextWhenOffered,
+        }
     }
 
     /// `format` made loadable by this trainer: its layout, JSONL, reasoning in

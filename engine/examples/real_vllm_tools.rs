@@ -120,9 +120,10 @@ async fn main() -> anyhow::Result<()> {
     let agent_set = dataset_of_conversations(&pool, &agents).await;
     let plain_set = dataset_of(&pool, &plain).await;
     for (set, tools) in [(question_set, question_tools()), (agent_set, agent_tools())] {
-        sqlx::query("UPDATE dataset_rows SET tools = $2 WHERE dataset_id = $1")
+        // As text: a bound Value is jsonb, which would sort the keys the check depends on.
+        sqlx::query("UPDATE dataset_rows SET tools = $2::json WHERE dataset_id = $1")
             .bind(set)
-            .bind(tools)
+            .bind(tools.to_string())
             .execute(&pool)
             .await?;
     }

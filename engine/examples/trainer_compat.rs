@@ -16,6 +16,7 @@
 //! - `specforge_rows/`: the same per conversation (the ids SpecForge must build from
 //!   `specforge_offline/`);
 //! - `specforge_online/`: SpecForge's online preset, pre-tokenized (loaded as written);
+//! - `parquet/`: conversations as Parquet, for `datasets.load_dataset("parquet", …)`;
 //! - `folders.json`: each one's `export-<id>` folder.
 //!
 //!   REAL_VLLM_MODEL_DIR=~/.cache/real-vllm/tiny-tools-model DATABASE_URL=postgres://… \
@@ -166,28 +167,49 @@ async fn main() -> anyhow::Result<()> {
     let pool = scratch_database::scratch_database("draft_studio_trainer_compat").await?;
     engine::testing::user(&pool).await;
 
+    let args: Vec<String> = std::env::args().collect();
+    let run = match args.get(2).map(String::as_str) {
+        Some("--generate") => {
+            let (Some(url), Some(prompts)) = (args.get(3), args.get(4)) else {
+                anyhow::bail!("usage: trainer_compat OUT --generate URL PROMPTS.jsonl");
+            };
+            generated_run(&pool, &out, url, Path::new(prompts)).await?
+        }
+        _ => seeded_run(&pool, &tokenizer).await?,
+    };
+    let finished: i64 = sqlx::query_scalar("SELECT count(*) FROM samples WHERE run_id = $1 AND state = 'ok'")
+        .bind(run)
+        .fetch_one(&pool)
+        .await?;
+    println!("run {run}: {finished} samples finished ok");
+    export_presets(&pool, &out, run).await
+}
+
+/// The fixed set, seeded with the ids a server writing the tokenizer's own tokens reports.
+async fn seeded_run(pool: &sqlx::PgPool, tokenizer: &RowTokenizer) -> anyhow::Result<i64> {
     let set = fixed_set();
     let seeds: Vec<SeedSample> = set
         .iter()
         .map(|(category, thinking, messages, _)| SeedSample {
             thinking: *thinking,
             messages: messages.clone(),
-            category: *category,
+            category,
             ..SeedSample::answered("", "", "")
         })
         .collect();
-    let run = finished_run(&pool, &seeds).await;
+    let run = finished_run(pool, &seeds).await;
     let samples: Vec<(i64, i64)> =
         sqlx::query_as("SELECT id, row_id FROM samples WHERE run_id = $1 ORDER BY id")
             .bind(run)
-            .fetch_all(&pool)
+            .fetch_all(pool)
             .await?;
     for ((id, row), (_, thinking, messages, tools)) in samples.iter().zip(&set) {
         let tools = tools.then(weather_tools);
-        sqlx::query("UPDATE dataset_rows SET tools = $2 WHERE id = $1")
+        // As text: a bound Value is jsonb, which would sort the keys.
+        sqlx::query("UPDATE dataset_rows SET tools = $2::json WHERE id = $1")
             .bind(row)
-            .bind(&tools)
-            .execute(&pool)
+            .bind(tools.as_ref().map(Value::to_string))
+            .execute(pool)
             .await?;
         let conversation = Conversation {
             id: id.to_string(),
@@ -195,22 +217,64 @@ async fn main() -> anyhow::Result<()> {
             turns: serde_json::from_value::<Vec<Turn>>(messages.clone())?,
             tools: tools.as_ref().map(domain::conversation::served_tools),
         };
-        for (k, (prompt, completion)) in captured(&tokenizer, &conversation)?.into_iter().enumerate() {
+        for (k, (prompt, completion)) in captured(tokenizer, &conversation)?.into_iter().enumerate() {
             sqlx::query("INSERT INTO sample_tokens (sample_id, turn, prompt_ids, completion_ids) VALUES ($1, $2, $3, $4)")
                 .bind(id)
                 .bind(k as i16)
                 .bind(engine::generation::token_ids::pack(&prompt))
                 .bind(engine::generation::token_ids::pack(&completion))
-                .execute(&pool)
+                .execute(pool)
                 .await?;
         }
         sqlx::query("UPDATE samples SET captured_token_ids = true WHERE id = $1")
             .bind(id)
-            .execute(&pool)
+            .execute(pool)
             .await?;
     }
+    Ok(run)
+}
 
-    let storage = Storage::new(vec![out.clone()], S3Options::default());
+/// `prompts` imported and answered by the server at `url`.
+async fn generated_run(pool: &sqlx::PgPool, out: &Path, url: &str, prompts: &Path) -> anyhow::Result<i64> {
+    use domain::generation::{Concurrency, Thinking, ToolChoice};
+    use engine::datasets::{import, DatasetSettings};
+    std::fs::create_dir_all(out.join("datasets"))?;
+    let file = out.join("datasets/prompts.jsonl");
+    std::fs::copy(prompts, &file)?;
+    let settings = DatasetSettings {
+        roots: vec![out.join("datasets")],
+        files_dir: out.join("files"),
+        ..DatasetSettings::default()
+    };
+    let new = import::NewImport {
+        name: "prompts".into(),
+        source: domain::dataset::SourceSpec::Path { path: file.display().to_string() },
+        mapping: None,
+        created_by: None,
+    };
+    let started = import::start(pool, &reqwest::Client::new(), &settings, new).await?;
+    started.job.await?;
+    let by: i64 = sqlx::query_scalar("SELECT id FROM users LIMIT 1").fetch_one(pool).await?;
+    let endpoint = engine::testing::endpoint_at(pool, url, by).await;
+    let mut s = engine::testing::settings(vec![endpoint]);
+    s.model = "tiny".into();
+    s.max_tokens = 512;
+    s.temperature = Some(0.0);
+    s.thinking = Thinking::On;
+    s.tool_choice = ToolChoice::Auto;
+    s.concurrency = Concurrency::Fixed { limit: 16 };
+    s.idle_timeout_secs = 300;
+    let run = engine::testing::create_run(pool, started.id, s, by).await;
+    let (stop, worker) = engine::testing::start_worker(pool);
+    engine::testing::wait_for_status(pool, run, "completed", std::time::Duration::from_secs(3600)).await;
+    stop.cancel();
+    worker.await??;
+    Ok(run)
+}
+
+/// Exports `run` in each preset, with the rows each preset's trainer must build.
+async fn export_presets(pool: &sqlx::PgPool, out: &Path, run: i64) -> anyhow::Result<()> {
+    let storage = Storage::new(vec![out.to_path_buf()], S3Options::default());
     let spec = |trainer: Option<Trainer>, tokenization: Option<(TurnRows, TurnEnd)>, dir: &str| {
         let base = ExportFormat {
             layout: if tokenization.is_some() { Layout::Tokenized } else { Layout::Conversations },
@@ -247,18 +311,22 @@ async fn main() -> anyhow::Result<()> {
                 "specforge_online",
             ),
         ),
+        ("parquet", {
+            let mut parquet = spec(None, None, "parquet");
+            parquet.format.file = FileFormat::Parquet;
+            parquet
+        }),
     ] {
         let problems = spec.problems();
         anyhow::ensure!(problems.is_empty(), "{name}: {problems:?}");
-        let folder = export(&pool, &storage, &spec).await?;
+        let folder = export(pool, &storage, &spec).await?;
         println!("{name}: {}", folder.display());
         folders.insert(name.into(), json!(folder));
     }
     std::fs::write(out.join("folders.json"), serde_json::to_vec_pretty(&folders)?)?;
     let rows = |dir: &Path| std::fs::read_to_string(dir.join("train.jsonl")).map(|t| t.lines().count());
     println!(
-        "fixed set: {} samples; {} rows per turn, {} per conversation",
-        set.len(),
+        "exported: {} rows per turn, {} per conversation",
         rows(Path::new(folders["speculators_rows"].as_str().unwrap()))?,
         rows(Path::new(folders["specforge_rows"].as_str().unwrap()))?
     );

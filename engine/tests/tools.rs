@@ -30,9 +30,10 @@ fn agent_conversation(i: usize) -> Value {
 }
 
 async fn offer(pool: &PgPool, dataset: i64, tools: &Value) {
-    sqlx::query("UPDATE dataset_rows SET tools = $2 WHERE dataset_id = $1")
+    // As text, as an import stores it: a bound Value is jsonb, which sorts the keys.
+    sqlx::query("UPDATE dataset_rows SET tools = $2::json WHERE dataset_id = $1")
         .bind(dataset)
-        .bind(tools)
+        .bind(tools.to_string())
         .execute(pool)
         .await
         .unwrap();

@@ -233,8 +233,10 @@ fn BuilderForm(
             </div>
             {move || form.with(|f| Trainer::parse(&f.trainer)).map(|t| view! {
                 <ul class="muted small trainer-load" data-testid="trainer-load">
-                    <li>{format!("{} reads JSONL {}; reasoning goes in reasoning_content.", t.label(),
-                        if t.tools_as_text() { "conversations with `tools` as JSON text on every row" } else { "pre-tokenized rows" })}</li>
+                    <li>{format!("{} reads JSONL {}.", t.label(), match t.layout() {
+                        Layout::Tokenized => "pre-tokenized rows, used as written",
+                        _ => "conversations, reasoning in reasoning_content and tools as JSON text",
+                    })}</li>
                     {t.how_to_load().iter().map(|line| view! { <li><code>{*line}</code></li> }).collect_view()}
                 </ul>
             })}

@@ -34,7 +34,15 @@ pub fn from_row(row: FullRow, style: ReasoningStyle) -> Result<Conversation> {
     })
 }
 
-fn styled(turn: Turn, style: ReasoningStyle) -> Turn {
+fn styled(mut turn: Turn, style: ReasoningStyle) -> Turn {
+    // A turn that only calls tools has no text: vLLM's parsers hand back the whitespace the model
+    // wrote between `</think>` and `<tool_call>` as its content ("\n\n"), and a template that
+    // writes a separator before the calls when there is content (Qwen3's) then renders one the
+    // model never wrote: every such row a trainer rebuilt from the export differed from the
+    // server's ids by that token (the world's real-vLLM check, 10 of 70 rows).
+    if !turn.tool_calls.is_empty() && turn.content.trim().is_empty() {
+        turn.content.clear();
+    }
     let reasoning = turn.reasoning_content.filter(|r| !r.is_empty() && turn.role == "assistant");
     match (style, reasoning) {
         (ReasoningStyle::Field, reasoning) => Turn { reasoning_content: reasoning, ..turn },
@@ -66,6 +74,22 @@ mod tests {
             spec_accepted: None,
             tools: None,
         }
+    }
+
+    #[test]
+    fn a_turn_that_only_calls_tools_has_no_text() {
+        let mut r = row();
+        r.messages = json!([
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": "\n\n", "reasoning_content": "r", "tool_calls": [
+                {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c", "content": " "},
+            {"role": "assistant", "content": "\n\nDone."}
+        ]);
+        let c = from_row(r, ReasoningStyle::Field).unwrap();
+        assert_eq!(c.turns[1].content, "");
+        // Text, and tool results, stay as written.
+        assert_eq!((c.turns[2].content.as_str(), c.turns[3].content.as_str()), (" ", "\n\nDone."));
     }
 
     #[test]

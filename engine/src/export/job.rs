@@ -11,11 +11,12 @@ use super::runner::{self, JobOptions};
 use super::selection::{self, Split};
 use super::tokenize::{Outcome, RowTokenizer};
 use super::turn_end::TurnTail;
-use super::writer::{DataWriter, RowMetadata, ToolsField};
+use super::writer::{DataWriter, RowMetadata};
 use crate::{Error, Result};
 use domain::export::{
     ExportSpec, ExportStatus, Layout, Overlong, TokenSource, Tokenization, TurnEnd, TurnRows,
 };
+use domain::trainer::ToolsColumn;
 use sqlx::PgPool;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -439,10 +440,7 @@ async fn write_all(
     let mut writers = BTreeMap::new();
     for split in splits {
         let name = format!("{}.{}", split.as_str(), format.file.extension());
-        let tools = match format.trainer {
-            Some(trainer) if trainer.tools_as_text() => ToolsField::TextOnEveryRow,
-            _ => ToolsField::ListWhenOffered,
-        };
+        let tools = format.trainer.map_or(ToolsColumn::ListWhenOffered, |t| t.tools_column());
         let writer = DataWriter::create(&staging.join(&name), format.layout, format.file, tools)?;
         writers.insert(split, (name, writer, 0u64));
     }

@@ -12,6 +12,7 @@ use arrow_array::{ArrayRef, Float64Array, Int32Array, RecordBatch};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
 use domain::conversation::ToolCall;
 use domain::export::{FileFormat, Layout};
+use domain::trainer::ToolsColumn;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
@@ -27,7 +28,7 @@ const ROW_GROUP: usize = 1024;
 // One per export, kept for its whole run: boxing the Parquet writer would buy nothing.
 #[allow(clippy::large_enum_variant)]
 pub enum DataWriter {
-    Jsonl { out: BufWriter<File>, layout: Layout, tools: ToolsField },
+    Jsonl { out: BufWriter<File>, layout: Layout, tools: ToolsColumn },
     Parquet { out: ArrowWriter<File>, layout: Layout, schema: SchemaRef },
 }
 
@@ -41,23 +42,13 @@ pub struct RowMetadata {
     pub verify_steps: u32,
 }
 
-/// How JSONL rows carry the functions a conversation offers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ToolsField {
-    /// A list, on the rows that offer any (OpenAI's shape).
-    ListWhenOffered,
-    /// JSON text on every row, `"[]"` on rows that offer none: what both trainers' conversation
-    /// loaders read whatever `datasets` version reads the file (`domain::trainer`).
-    TextOnEveryRow,
-}
-
-impl ToolsField {
-    fn of<'a>(self, tools: Option<&'a serde_json::Value>) -> Option<Tools<'a>> {
-        match self {
-            ToolsField::ListWhenOffered => tools.map(Tools::List),
-            ToolsField::TextOnEveryRow => {
-                Some(Tools::Text(tools.map_or_else(|| "[]".to_string(), |t| t.to_string())))
-            }
+/// How a row's tools are written, by `ToolsColumn`.
+fn tools_of(column: ToolsColumn, tools: Option<&serde_json::Value>) -> Option<Tools<'_>> {
+    match column {
+        ToolsColumn::ListWhenOffered => tools.map(Tools::List),
+        ToolsColumn::TextWhenOffered => tools.map(|t| Tools::Text(t.to_string())),
+        ToolsColumn::TextOnEveryRow => {
+            Some(Tools::Text(tools.map_or_else(|| "[]".to_string(), |t| t.to_string())))
         }
     }
 }
@@ -105,7 +96,7 @@ fn io(path: &Path, e: impl std::fmt::Display) -> Error {
 impl DataWriter {
     /// A data file of `layout` rows; `tools` says how JSONL conversation rows carry their tools
     /// (Parquet rows always as JSON text, null without).
-    pub fn create(path: &Path, layout: Layout, format: FileFormat, tools: ToolsField) -> Result<Self> {
+    pub fn create(path: &Path, layout: Layout, format: FileFormat, tools: ToolsColumn) -> Result<Self> {
         let file = File::create(path).map_err(|e| io(path, e))?;
         Ok(match format {
             FileFormat::Jsonl => {
@@ -141,7 +132,7 @@ impl DataWriter {
                             &OpenAiRow {
                                 id: &row.id,
                                 messages: &row.turns,
-                                tools: tools.of(row.tools.as_ref()),
+                                tools: tools_of(*tools, row.tools.as_ref()),
                                 metadata,
                             },
                         ),
@@ -150,7 +141,7 @@ impl DataWriter {
                             &SpecForgeRow {
                                 id: &row.id,
                                 conversations: &row.turns,
-                                tools: tools.of(row.tools.as_ref()),
+                                tools: tools_of(*tools, row.tools.as_ref()),
                                 metadata,
                             },
                         ),
@@ -412,7 +403,7 @@ mod tests {
     fn write(layout: Layout, format: FileFormat) -> (tempfile::TempDir, std::path::PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("data");
-        let mut writer = DataWriter::create(&path, layout, format, ToolsField::ListWhenOffered).unwrap();
+        let mut writer = DataWriter::create(&path, layout, format, ToolsColumn::ListWhenOffered).unwrap();
         writer.write_conversations(&[tool_conversation()], &[None]).unwrap();
         writer.finish().unwrap();
         (dir, path)
@@ -436,20 +427,30 @@ mod tests {
     }
 
     #[test]
-    fn trainer_rows_carry_tools_as_text_on_every_row() {
+    fn trainer_rows_carry_tools_as_json_text() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("data");
         let mut writer =
-            DataWriter::create(&path, Layout::Conversations, FileFormat::Jsonl, ToolsField::TextOnEveryRow)
+            DataWriter::create(&path, Layout::Conversations, FileFormat::Jsonl, ToolsColumn::TextOnEveryRow)
                 .unwrap();
         let plain = Conversation { id: "1-b".into(), tools: None, ..tool_conversation() };
-        writer.write_conversations(&[tool_conversation(), plain], &[None, None]).unwrap();
+        writer.write_conversations(&[tool_conversation(), plain.clone()], &[None, None]).unwrap();
         writer.finish().unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         let rows: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         let offered: serde_json::Value = serde_json::from_str(rows[0]["tools"].as_str().unwrap()).unwrap();
         assert_eq!(offered, tool_conversation().tools.unwrap());
         assert_eq!(rows[1]["tools"], "[]");
+        // speculators: text where a row offers tools, nothing where it offers none.
+        let mut writer =
+            DataWriter::create(&path, Layout::Conversations, FileFormat::Jsonl, ToolsColumn::TextWhenOffered)
+                .unwrap();
+        writer.write_conversations(&[tool_conversation(), plain], &[None, None]).unwrap();
+        writer.finish().unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let rows: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert!(rows[0]["tools"].is_string());
+        assert!(rows[1].get("tools").is_none());
     }
 
     #[test]
