@@ -286,6 +286,14 @@ async fn the_python_example_runs_the_whole_pipeline(options: PgPoolOptions, conn
     assert!(log.contains(&format!("approved {ok}, exported {ok} rows")), "{log}");
     let train = std::fs::read_to_string(out_dir.join("train.jsonl")).unwrap();
     assert_eq!(train.lines().count() as i64, ok, "{log}");
+    // Made for SpecForge's offline loader: `tools` on every row, as JSON text.
+    for line in train.lines() {
+        let row: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(row["tools"], "[]", "{row}");
+    }
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out_dir.join("manifest.json")).unwrap()).unwrap();
+    assert!(manifest["load"][0].as_str().unwrap().contains("prepare_hidden_states.py"), "{manifest}");
 }
 
 /// A simulator serving a draft of 3 tokens that accepts with `chance` (0.1 on prompts of the
