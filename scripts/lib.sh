@@ -151,3 +151,15 @@ unpin_postgres() {
     as_root taskset -a -p -c "0-$(( $(nproc) - 1 ))" "$p" >/dev/null || true
   done
 }
+
+# The real vLLM server of ../shared/tools/real-vllm (installed once, about 7 GB) and its tiny model
+# with the Hermes tool markers (scripts/make-tool-model.py), for the real-vLLM checks (not CI).
+# Sets REAL_VLLM (the tool's folder), VLLM_VENV, TINY_MODEL and TOOLS_MODEL.
+ensure_real_vllm_tools_model() {
+  REAL_VLLM=$ROOT/../shared/tools/real-vllm
+  VLLM_VENV=${REAL_VLLM_VENV:-$HOME/.cache/real-vllm/venv}
+  TINY_MODEL=$HOME/.cache/real-vllm/tiny-model
+  TOOLS_MODEL=$HOME/.cache/real-vllm/tiny-tools-model
+  bash "$REAL_VLLM/setup.sh" "$VLLM_VENV" "$TINY_MODEL" >/dev/null
+  [ -f "$TOOLS_MODEL/config.json" ] || "$VLLM_VENV/bin/python" "$ROOT/scripts/make-tool-model.py" "$TINY_MODEL" "$TOOLS_MODEL"
+}

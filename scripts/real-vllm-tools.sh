@@ -9,14 +9,10 @@
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 ensure_postgres
-real=$ROOT/../shared/tools/real-vllm
-venv=${REAL_VLLM_VENV:-$HOME/.cache/real-vllm/venv}
-model=$HOME/.cache/real-vllm/tiny-model
-tools_model=$HOME/.cache/real-vllm/tiny-tools-model
+ensure_real_vllm_tools_model
+real=$REAL_VLLM venv=$VLLM_VENV tools_model=$TOOLS_MODEL
 port=${REAL_VLLM_PORT:-8013}
-bash "$real/setup.sh" "$venv" "$model" >/dev/null
-[ -f "$tools_model/config.json" ] || "$venv/bin/python" scripts/make-tool-model.py "$model" "$tools_model"
 pid=$(bash "$real/serve.sh" "$venv" "$tools_model" "$port" --enable-auto-tool-choice --tool-call-parser hermes)
 trap 'kill -- -$pid 2>/dev/null || kill $pid 2>/dev/null || true' EXIT
-REAL_VLLM_URL=http://127.0.0.1:$port REAL_VLLM_MODEL_DIR=$tools_model DATABASE_URL=$PG_SERVER_URL/postgres \
+SQLX_OFFLINE=true REAL_VLLM_URL=http://127.0.0.1:$port REAL_VLLM_MODEL_DIR=$tools_model DATABASE_URL=$PG_SERVER_URL/postgres \
   cargo run -p engine --example real_vllm_tools -- "${1:-24}"

@@ -25,10 +25,8 @@
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 ensure_postgres
-real=$ROOT/../shared/tools/real-vllm
-venv=${REAL_VLLM_VENV:-$HOME/.cache/real-vllm/venv}
-model=$HOME/.cache/real-vllm/tiny-model
-tools_model=$HOME/.cache/real-vllm/tiny-tools-model
+ensure_real_vllm_tools_model
+tools_model=$TOOLS_MODEL
 world=false
 if [ "${1:-}" = --world ]; then
   world=true; shift
@@ -36,8 +34,6 @@ if [ "${1:-}" = --world ]; then
   if [[ "${1:-}" =~ ^[0-9]+$ ]]; then per_category=$1; shift; fi
 fi
 out=${1:-$(mktemp -d)}
-bash "$real/setup.sh" "$venv" "$model" >/dev/null
-[ -f "$tools_model/config.json" ] || "$venv/bin/python" scripts/make-tool-model.py "$model" "$tools_model"
 generate=()
 if $world; then
   bash scripts/world/make-world.sh >/dev/null
