@@ -69,3 +69,42 @@ test("an engineer saves a preset, exports it in one click and downloads the JSON
     ]);
   });
 });
+
+test("an engineer exports for a trainer, and the form says how that trainer loads it", async ({ page }) => {
+  const { run } = seedRun(
+    [0, 1].map((i) => ({ prompt: `Trainer question ${i}?`, reasoning: `Think ${i}.`, answer: `Answer ${i}.` })),
+    "e2e-trainer-",
+  );
+  await login(page, admin.username, admin.password, "/exports");
+  await hydrated(page);
+  const form = page.getByTestId("export-form");
+  await form.locator(`input[name="run"][value="${run}"]`).check();
+  const folder = unique("e2e-trainer-sets-");
+  await form.locator('input[name="folder"]').fill(folder);
+
+  // Choosing SpecForge's offline trainer fixes the rows: the layout choices give way to how it loads.
+  await expect(form.locator('select[name="layout"]')).toBeVisible();
+  await form.locator('select[name="trainer"]').selectOption("specforge_offline");
+  await expect(form.locator('select[name="layout"]')).toHaveCount(0);
+  await expect(page.getByTestId("trainer-load")).toContainText("prepare_hidden_states.py");
+  await expect(page.getByTestId("trainer-load")).toContainText("--chat-template qwen3.5");
+
+  await page.getByTestId("export-now").click();
+  await expect(page.getByTestId("export-form-ok")).toContainText("started");
+  const started = (await page.getByTestId("export-form-ok").textContent()) ?? "";
+  const id = Number(/Export (\d+) started/.exec(started)?.[1]);
+  const row = page.locator(`tr[data-export="${id}"]`);
+  await expect(row.getByTestId("export-status")).toHaveText("completed", { timeout: 30_000 });
+  await expect(row).toContainText("SpecForge (offline hidden states)");
+  const [download] = await Promise.all([
+    page.waitForEvent("download"),
+    row.getByRole("link", { name: "train.jsonl" }).click(),
+  ]);
+  const lines = readFileSync(await download.path(), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  expect(lines).toHaveLength(2);
+  for (const line of lines) {
+    // SpecForge's offline loader needs `tools` on every row: JSON text, "[]" when none is offered.
+    expect(line.tools).toBe("[]");
+    expect(line.conversations[1].reasoning_content).toMatch(/^Think \d\.$/);
+  }
+});

@@ -9,11 +9,15 @@
 #  - acceptance: pooled `1 + Σ accepted ÷ Σ verify steps` from each request's usage-chunk
 #    `metrics.speculative_decoding`, and the server's own figure from its /metrics counters.
 # Writes every answer to --out (JSONL) and the summary as JSON on stdout's last line.
+# --exclude-ids-from PATH (a prompts JSONL or an export's train.jsonl; a Draft Studio row id "RUN-ID" counts as
+# ID) leaves those prompts out, e.g. the ones a draft revision was trained on; --modes picks the request kinds.
 #   usage: check_world.py [--url URL] [--prompts PATH] [--per-category N] [--max-tokens N] [--out PATH]
+#                         [--exclude-ids-from PATH] [--modes on,off,tools-offered]
 import argparse
 import json
 import os
 import random
+import re
 import sys
 import time
 import urllib.request
@@ -82,8 +86,24 @@ def main():
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--seed", type=int, default=47)
     ap.add_argument("--out", default="/tmp/ds/world-check.jsonl")
+    ap.add_argument("--exclude-ids-from", action="append", default=[],
+                    help="leave out the prompts whose ids this JSONL lists (repeatable)")
+    ap.add_argument("--modes", default="on,off,tools-offered",
+                    help="request kinds: on (thinking on, the row's tools with tool_choice auto), off (thinking "
+                         "off), tools-offered (other rows' tools offered to the non-tool categories)")
     a = ap.parse_args()
+    modes = set(a.modes.split(","))
     rows = [json.loads(l) for l in open(a.prompts)]
+    excluded = set()
+    for path in a.exclude_ids_from:
+        for l in open(path):
+            if l.strip():
+                rid = str(json.loads(l).get("id", ""))
+                excluded.add(rid)
+                excluded.add(re.sub(r"^\d+-", "", rid))  # a Draft Studio row id is "<run id>-<prompt id>"
+    n_rows = len(rows)
+    rows = [x for x in rows if x["id"] not in excluded]
+    n_excluded = n_rows - len(rows)
     cats = list(dict.fromkeys(r["category"] for r in rows))
     r = random.Random(a.seed)
     pick = {c: r.sample([x for x in rows if x["category"] == c], min(a.per_category, sum(1 for x in rows if x["category"] == c))) for c in cats}
@@ -91,19 +111,19 @@ def main():
 
     jobs = []  # (mode, row, body)
     for c in cats:
-        for x in pick[c]:
+        for x in (pick[c] if "on" in modes else []):
             body = {"model": "tiny", "messages": x["messages"], "temperature": 0, "max_tokens": a.max_tokens,
                     "stream": True, "stream_options": {"include_usage": True},
                     "chat_template_kwargs": {"enable_thinking": True}}
             if x.get("tools"):
                 body["tools"], body["tool_choice"] = x["tools"], "auto"
             jobs.append(("on", x, body))
-        for x in pick[c][: max(2, a.per_category // 4)]:
+        for x in (pick[c][: max(2, a.per_category // 4)] if "off" in modes else []):
             jobs.append(("off", x, {"model": "tiny", "messages": x["messages"], "temperature": 0, "max_tokens": a.max_tokens,
                                     "stream": True, "stream_options": {"include_usage": True},
                                     "chat_template_kwargs": {"enable_thinking": False},
                                     **({"tools": x["tools"], "tool_choice": "auto"} if x.get("tools") else {})}))
-        if c != "tools" and tool_rows:
+        if c != "tools" and tool_rows and "tools-offered" in modes:
             for x in pick[c][: max(2, a.per_category // 4)]:
                 jobs.append(("tools-offered", x, {"model": "tiny", "messages": x["messages"], "temperature": 0,
                                                   "max_tokens": a.max_tokens, "stream": True,
@@ -130,7 +150,8 @@ def main():
         for x in results:
             f.write(json.dumps(x, ensure_ascii=False) + "\n")
 
-    summary = {"url": a.url, "requests": len(results), "seconds": round(elapsed), "per_category": {}}
+    summary = {"url": a.url, "requests": len(results), "seconds": round(elapsed), "excluded_prompts": n_excluded,
+               "modes": sorted(modes), "per_category": {}}
     errors = [x for x in results if "error" in x]
     summary["errors"] = len(errors)
     for c in cats:

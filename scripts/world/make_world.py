@@ -142,12 +142,19 @@ def make_model(kind, vocab, ids):
     return Qwen2ForCausalLM(c)
 
 
-def batches(rows, batch_tokens, r):
-    """Length-bucketed batches of (ids, first completion position): about batch_tokens padded tokens each."""
-    order = sorted(range(len(rows)), key=lambda i: len(rows[i][1]) + len(rows[i][2]))
+def completion_labels(row):
+    """A (category, prompt ids, completion ids) row as (ids, labels): the completion tokens are the labels."""
+    _, p, q = row
+    return p + q, [0] * len(p) + [1] * len(q)
+
+
+def batches(seqs, batch_tokens, r):
+    """Length-bucketed batches of row indices (seqs: each row's (ids, labels)): about batch_tokens padded tokens
+    each, in a shuffled order."""
+    order = sorted(range(len(seqs)), key=lambda i: len(seqs[i][0]))
     out, cur, longest = [], [], 0
     for i in order:
-        n = len(rows[i][1]) + len(rows[i][2])
+        n = len(seqs[i][0])
         if cur and max(longest, n) * (len(cur) + 1) > batch_tokens:
             out.append(cur); cur, longest = [], 0
         cur.append(i); longest = max(longest, n)
@@ -157,38 +164,48 @@ def batches(rows, batch_tokens, r):
     return out
 
 
-def train(model, rows, steps, batch_tokens, lr, seed, label, pad_id):
+def train(model, rows, steps, batch_tokens, lr, seed, label, pad_id, labels=completion_labels, stats=None):
+    """Next-token cross-entropy on the label tokens only, for a fixed number of AdamW steps (warm-up, then a
+    cosine to a tenth of lr), seeded. labels(row) gives a row's (ids, label mask): label[t] = 1 makes ids[t] a
+    target, predicted from the positions before t (the logits at t - 1); a label at position 0 has nothing
+    before it and is not trained. stats (a dict), when given, receives the rows and label tokens seen and
+    each step's loss. Returns (the loss's moving average at the end, seconds)."""
     import torch
     import torch.nn.functional as F
     torch.manual_seed(seed)
+    seqs = [labels(x) for x in rows]
     r = random.Random(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=0.01)
     warm = max(1, steps // 20)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / warm) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, s / steps)))))
     model.train()
-    queue, t0, ema, done_tokens = [], time.time(), None, 0
+    queue, t0, ema, done_tokens, done_rows = [], time.time(), None, 0, 0
     for step in range(steps):
         if not queue:
-            queue = batches(rows, batch_tokens, r)
+            queue = batches(seqs, batch_tokens, r)
         b = queue.pop()
-        longest = max(len(rows[i][1]) + len(rows[i][2]) for i in b)
+        longest = max(len(seqs[i][0]) for i in b)
         x = torch.full((len(b), longest), pad_id, dtype=torch.long)
-        m = torch.zeros((len(b), longest), dtype=torch.bool)
+        lab = torch.zeros((len(b), longest), dtype=torch.bool)
         for j, i in enumerate(b):
-            seq = rows[i][1] + rows[i][2]
+            seq, mask = seqs[i]
             x[j, :len(seq)] = torch.tensor(seq)
-            m[j, len(rows[i][1]) - 1:len(seq) - 1] = True  # position t predicts t+1: the completion tokens
+            lab[j, :len(seq)] = torch.tensor(mask, dtype=torch.bool)
+        m = lab[:, 1:]  # the hidden state at t - 1 predicts the label at t
         hidden = model.model(input_ids=x).last_hidden_state
-        h = hidden[:, :-1][m[:, :-1]]
-        y = x[:, 1:][m[:, :-1]]
+        h = hidden[:, :-1][m]
+        y = x[:, 1:][m]
         loss = F.cross_entropy(model.lm_head(h).float(), y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step(); sched.step()
-        done_tokens += int(m.sum())
+        done_tokens += int(m.sum()); done_rows += len(b)
         ema = loss.item() if ema is None else 0.95 * ema + 0.05 * loss.item()
+        if stats is not None:
+            stats.setdefault("losses", []).append(loss.item())
+            stats["rows_seen"], stats["label_tokens_seen"] = done_rows, done_tokens
         if step % 100 == 0 or step == steps - 1:
             log(f"  {label} step {step + 1}/{steps}  loss {ema:.3f}  {time.time() - t0:.0f} s  "
                 f"{done_tokens / max(1e-9, time.time() - t0):.0f} trained tokens/s")

@@ -316,8 +316,8 @@ async fn turn_tail(storage: &Storage, t: &Tokenization, date: time::Date) -> Res
     .map_err(|e| Error::Internal(e.into()))??;
     tail.ok_or_else(|| {
         Error::invalid(
-            "the chat template does not end an assistant turn with a special token, so what it writes after \
-             one cannot be added to the server's ids: choose rows that end as sampled",
+            "the chat template does not end an assistant turn with one of the tokenizer's added tokens, so \
+             what it writes after one cannot be added to the server's ids: choose rows that end as sampled",
         )
     })
 }

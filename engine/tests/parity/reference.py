@@ -74,21 +74,25 @@ def messages(turns):
 
 def served_tools(tools):
     """The tools as the target's server hands them to its template, which is what the exporter
-    renders: Draft Studio sends a row's tools as serde_json writes them (keys sorted), and vLLM
-    passes each through ChatCompletionToolsParam.model_dump(): type, then function with name,
-    description and parameters (None when absent), strict and defer_loading only when set, other
-    keys dropped (vllm/entrypoints/generate/base/protocol.py, FunctionDefinition). Call arguments
-    keep the order they were written in: both sides parse them from text."""
+    renders: Draft Studio keeps a row's tools as the source wrote them, key order included, and
+    sends them so, and vLLM passes each through ChatCompletionToolsParam.model_dump(): type, then
+    function with name, description and parameters (None when absent), strict and defer_loading
+    only when set (a tool's defer_loading copied into a function without one), other keys dropped
+    (vllm/entrypoints/generate/base/protocol.py, FunctionDefinition); below that, everything in the
+    order written. Call arguments keep the order they were written in: both sides parse them from
+    text."""
     out = []
-    for tool in json.loads(json.dumps(tools, sort_keys=True)):
+    for tool in tools:
         fn = tool.get("function")
         if fn is None:
             out.append(tool)
             continue
         described = {"name": fn.get("name"), "description": fn.get("description"), "parameters": fn.get("parameters")}
-        for key in ("strict", "defer_loading"):
-            if fn.get(key) is not None:
-                described[key] = fn[key]
+        if fn.get("strict") is not None:
+            described["strict"] = fn["strict"]
+        defer = fn.get("defer_loading") if fn.get("defer_loading") is not None else tool.get("defer_loading")
+        if defer is not None:
+            described["defer_loading"] = defer
         served = {"type": "function", "function": described}
         if tool.get("defer_loading") is not None:
             served["defer_loading"] = tool["defer_loading"]
