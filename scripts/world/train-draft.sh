@@ -13,4 +13,4 @@ here=$(cd "$(dirname "$0")" && pwd)
 venv=${REAL_VLLM_VENV:-$HOME/.cache/real-vllm/venv}
 [ -x "$venv/bin/python" ] || { echo "no real-vLLM venv in $venv: run ../shared/tools/real-vllm/setup.sh" >&2; exit 1; }
 [ $# -ge 2 ] || { echo "usage: scripts/world/train-draft.sh EXPORT_DIR OUT_DIR [--steps N] [--seed S] [--start DIR]" >&2; exit 2; }
-OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} exec "$venv/bin/python" "$here/train_draft.py" "$@"
+OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} PYTHONDONTWRITEBYTECODE=1 exec "$venv/bin/python" "$here/train_draft.py" "$@"
