@@ -28,10 +28,8 @@ mod scratch_database;
 
 use domain::export::*;
 use domain::trainer::Trainer;
-use engine::export::conversation::Conversation;
 use engine::export::tokenize::RowTokenizer;
 use engine::export::{job, S3Options, Storage};
-use engine::generation::conversation::Turn;
 use engine::testing::{finished_run, SeedSample};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -118,31 +116,6 @@ fn fixed_set() -> Vec<(&'static str, Option<bool>, Value, bool)> {
     ]
 }
 
-/// The server's ids for every assistant turn of `conversation`: its prompt as the template
-/// renders it, its answer through the end-of-turn token.
-fn captured(
-    tokenizer: &RowTokenizer,
-    conversation: &Conversation,
-) -> anyhow::Result<Vec<(Vec<u32>, Vec<u32>)>> {
-    let end =
-        tokenizer.tokenizer().token_to_id("<|im_end|>").ok_or_else(|| anyhow::anyhow!("no <|im_end|>"))?;
-    let turns = &conversation.turns;
-    let mut requests = Vec::new();
-    for i in (1..turns.len()).filter(|&i| turns[i].role == "assistant") {
-        let upto = Conversation { turns: turns[..=i].to_vec(), ..conversation.clone() };
-        let full = tokenizer.encode_conversation(&upto)?.input_ids;
-        let prompt = tokenizer.turn_prompts(&upto)?.pop().unwrap().input_ids;
-        anyhow::ensure!(
-            full.starts_with(&prompt),
-            "{}: the prompt of turn {i} is not how the turn begins",
-            conversation.id
-        );
-        let stop = full.iter().rposition(|&t| t == end).unwrap();
-        requests.push((prompt.clone(), full[prompt.len()..=stop].to_vec()));
-    }
-    Ok(requests)
-}
-
 async fn export(pool: &sqlx::PgPool, storage: &Storage, spec: &ExportSpec) -> anyhow::Result<PathBuf> {
     let id = job::create(pool, spec, None, None).await?;
     let status = job::run(pool, storage, id).await?;
@@ -203,34 +176,15 @@ async fn seeded_run(pool: &sqlx::PgPool, tokenizer: &RowTokenizer) -> anyhow::Re
             .bind(run)
             .fetch_all(pool)
             .await?;
-    for ((id, row), (_, thinking, messages, tools)) in samples.iter().zip(&set) {
-        let tools = tools.then(weather_tools);
+    for ((_, row), (_, _, _, tools)) in samples.iter().zip(&set) {
         // As text: a bound Value is jsonb, which would sort the keys.
         sqlx::query("UPDATE dataset_rows SET tools = $2::json WHERE id = $1")
             .bind(row)
-            .bind(tools.as_ref().map(Value::to_string))
-            .execute(pool)
-            .await?;
-        let conversation = Conversation {
-            id: id.to_string(),
-            thinking: *thinking,
-            turns: serde_json::from_value::<Vec<Turn>>(messages.clone())?,
-            tools: tools.as_ref().map(domain::conversation::served_tools),
-        };
-        for (k, (prompt, completion)) in captured(tokenizer, &conversation)?.into_iter().enumerate() {
-            sqlx::query("INSERT INTO sample_tokens (sample_id, turn, prompt_ids, completion_ids) VALUES ($1, $2, $3, $4)")
-                .bind(id)
-                .bind(k as i16)
-                .bind(engine::generation::token_ids::pack(&prompt))
-                .bind(engine::generation::token_ids::pack(&completion))
-                .execute(pool)
-                .await?;
-        }
-        sqlx::query("UPDATE samples SET captured_token_ids = true WHERE id = $1")
-            .bind(id)
+            .bind(tools.then(weather_tools).as_ref().map(Value::to_string))
             .execute(pool)
             .await?;
     }
+    engine::testing::seed_rendered_ids(pool, run, tokenizer, "<|im_end|>").await;
     Ok(run)
 }
 

@@ -347,3 +347,62 @@ pub async fn finished_run(pool: &PgPool, samples: &[SeedSample]) -> i64 {
     }
     run
 }
+
+/// Stores, for every assistant turn of each sample of `run` (from the second message on), the ids
+/// a server that regenerated the turns one by one and wrote the tokenizer's own tokens reports:
+/// the prompt as `tokenizer`'s template renders it (the row's tools offered as vLLM serves them),
+/// the answer through the token `end` (`<|im_end|>`), never the text the template writes after it,
+/// which a server does not sample. Panics where a turn's prompt is not how the turn's own render
+/// begins: there no server's ids are the tokenizer's own.
+pub async fn seed_rendered_ids(
+    pool: &PgPool,
+    run: i64,
+    tokenizer: &crate::export::tokenize::RowTokenizer,
+    end: &str,
+) {
+    use crate::export::conversation::Conversation;
+    use crate::generation::conversation::Turn;
+    let end = tokenizer.tokenizer().token_to_id(end).unwrap_or_else(|| panic!("the tokenizer has no {end}"));
+    type Row = (i64, serde_json::Value, Option<bool>, Option<serde_json::Value>);
+    let samples: Vec<Row> = sqlx::query_as(
+        "SELECT s.id, s.messages, s.thinking, r.tools FROM samples s JOIN dataset_rows r ON r.id = s.row_id
+         WHERE s.run_id = $1 ORDER BY s.id",
+    )
+    .bind(run)
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    for (id, messages, thinking, tools) in samples {
+        let turns: Vec<Turn> = serde_json::from_value(messages).unwrap();
+        let tools = tools.as_ref().map(domain::conversation::served_tools);
+        let assistants = (1..turns.len()).filter(|&i| turns[i].role == "assistant");
+        for (k, i) in assistants.enumerate() {
+            let upto = Conversation {
+                id: id.to_string(),
+                thinking,
+                turns: turns[..=i].to_vec(),
+                tools: tools.clone(),
+            };
+            let full = tokenizer.encode_conversation(&upto).unwrap().input_ids;
+            let prompt = tokenizer.turn_prompts(&upto).unwrap().pop().unwrap().input_ids;
+            assert!(
+                full.starts_with(&prompt),
+                "sample {id}: the prompt of turn {i} is not how the turn begins"
+            );
+            let stop = full.iter().rposition(|&t| t == end).unwrap();
+            sqlx::query("INSERT INTO sample_tokens (sample_id, turn, prompt_ids, completion_ids) VALUES ($1, $2, $3, $4)")
+                .bind(id)
+                .bind(k as i16)
+                .bind(crate::samples::token_ids::pack(&prompt))
+                .bind(crate::samples::token_ids::pack(&full[prompt.len()..=stop]))
+                .execute(pool)
+                .await
+                .unwrap();
+        }
+        sqlx::query("UPDATE samples SET captured_token_ids = true WHERE id = $1")
+            .bind(id)
+            .execute(pool)
+            .await
+            .unwrap();
+    }
+}

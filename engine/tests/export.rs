@@ -639,45 +639,6 @@ async fn the_s3_upload_lands(pool: sqlx::PgPool) {
     assert!(entries(&env.root.join("staging")).is_empty(), "the local staging is removed");
 }
 
-/// Seeds the server's ids for every assistant turn of each sample of `run`, as a server that
-/// regenerated them turn by turn and wrote the tokenizer's own tokens would have reported them:
-/// the prompt as the template renders it, the answer up to and including the end-of-turn token
-/// (never the newline the template writes after it, which the server does not sample).
-async fn seed_captured_ids(pool: &sqlx::PgPool, run: i64, tokenizer: &RowTokenizer) {
-    let samples: Vec<(i64, Value, Option<bool>)> =
-        sqlx::query_as("SELECT id, messages, thinking FROM samples WHERE run_id = $1 ORDER BY id")
-            .bind(run)
-            .fetch_all(pool)
-            .await
-            .unwrap();
-    let end = tokenizer.tokenizer().token_to_id("<|im_end|>").unwrap();
-    for (id, messages, thinking) in samples {
-        let turns: Vec<Turn> = serde_json::from_value(messages).unwrap();
-        let assistants = (1..turns.len()).filter(|&i| turns[i].role == "assistant");
-        for (k, i) in assistants.enumerate() {
-            let upto = Conversation { id: "c".into(), thinking, turns: turns[..=i].to_vec(), tools: None };
-            let full = tokenizer.encode_conversation(&upto).unwrap().input_ids;
-            let prompt = tokenizer.turn_prompts(&upto).unwrap().pop().unwrap().input_ids;
-            assert_eq!(full[..prompt.len()], prompt[..], "the fixture's prompts are prefixes of their turns");
-            let stop = full.iter().rposition(|&t| t == end).unwrap();
-            let completion = &full[prompt.len()..=stop];
-            sqlx::query("INSERT INTO sample_tokens (sample_id, turn, prompt_ids, completion_ids) VALUES ($1, $2, $3, $4)")
-                .bind(id)
-                .bind(k as i16)
-                .bind(engine::generation::token_ids::pack(&prompt))
-                .bind(engine::generation::token_ids::pack(completion))
-                .execute(pool)
-                .await
-                .unwrap();
-        }
-        sqlx::query("UPDATE samples SET captured_token_ids = true WHERE id = $1")
-            .bind(id)
-            .execute(pool)
-            .await
-            .unwrap();
-    }
-}
-
 #[sqlx::test(migrator = "MIGRATOR")]
 async fn captured_rows_ending_as_rendered_are_the_rows_a_trainer_renders_turn_by_turn(pool: sqlx::PgPool) {
     // Thinking on: each prompt ends with the assistant header and each answer opens with
@@ -700,7 +661,7 @@ async fn captured_rows_ending_as_rendered_are_the_rows_a_trainer_renders_turn_by
             .unwrap();
     }
     let qwen = RowTokenizer::from_dir(&fixtures().join("qwen"), 4096, Overlong::Drop).unwrap();
-    seed_captured_ids(&pool, run, &qwen).await;
+    engine::testing::seed_rendered_ids(&pool, run, &qwen, "<|im_end|>").await;
 
     let rows_of = |source: TokenSource, turn_end: TurnEnd, dir: &'static str| {
         let mut spec = spec(run, dir);

@@ -174,7 +174,7 @@ impl ExportForm {
             duplicates: name(&s.duplicates),
             thinking: thinking.into(),
             thinking_share,
-            trainer: f.trainer.map(|t| t.as_str().to_string()).unwrap_or_default(),
+            trainer: f.trainer.as_ref().map(name).unwrap_or_default(),
             layout: name(&f.layout),
             file: name(&f.file),
             reasoning: name(&f.reasoning),
@@ -218,15 +218,9 @@ impl ExportForm {
                 ThinkingMix::Any
             }
         };
-        let trainer = match self.trainer.as_str() {
+        let trainer: Option<Trainer> = match self.trainer.as_str() {
             "" => None,
-            raw => {
-                let parsed = Trainer::parse(raw);
-                if parsed.is_none() {
-                    p.push(format!("choose a trainer from the list (`{raw}` is not one of them)"));
-                }
-                parsed
-            }
+            raw => pick(raw, "a trainer", p),
         };
         let layout: Option<Layout> = match trainer {
             Some(t) => Some(t.layout()),

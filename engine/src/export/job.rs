@@ -244,12 +244,14 @@ impl RowMaker {
             _ => return Ok(RowMaker::Conversations),
         };
         let limit = Limit { max_length: t.max_length as usize, overlong: t.overlong };
-        let tail = match t.turn_end {
-            TurnEnd::AsSampled => None,
-            TurnEnd::AsRendered if t.source == TokenSource::Retokenize => None,
-            TurnEnd::AsRendered => Some(turn_tail(storage, t, date).await?),
+        // Read only where rows come from captured ids: re-tokenized rows end as rendered anyway.
+        let captured = || async move {
+            let tail = match t.turn_end {
+                TurnEnd::AsSampled => None,
+                TurnEnd::AsRendered => Some(turn_tail(storage, t, date).await?),
+            };
+            Ok::<_, Error>(RowMaker::Captured { limit, turn_rows: t.turn_rows, tail })
         };
-        let captured = RowMaker::Captured { limit, turn_rows: t.turn_rows, tail };
         let mut missing = plan.samples.len() as u64;
         if t.source != TokenSource::Retokenize {
             missing = 0;
@@ -266,8 +268,8 @@ impl RowMaker {
                         plan.samples.len()
                     )))
                 }
-                TokenSource::Captured => return Ok(captured),
-                _ if missing == 0 && !plan.samples.is_empty() => return Ok(captured),
+                TokenSource::Captured => return captured().await,
+                _ if missing == 0 && !plan.samples.is_empty() => return captured().await,
                 _ => {}
             }
         }
