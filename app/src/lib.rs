@@ -118,6 +118,10 @@ pub fn App() -> impl IntoView {
                         view=|| view! { <Guard role=Role::Engineer><acceptance::ComparePage/></Guard> }
                     />
                     <Route
+                        path=path!("acceptance/loop")
+                        view=|| view! { <Guard role=Role::Engineer><acceptance::LoopPage/></Guard> }
+                    />
+                    <Route
                         path=path!("exports")
                         view=|| view! { <Guard role=Role::Engineer><exports::ExportsPage/></Guard> }
                     />

@@ -158,6 +158,22 @@ impl Pool {
         self.ss += s * s;
     }
 
+    /// A pool from sums a database adds up: samples, Σ accepted, Σ steps, Σ accepted²,
+    /// Σ accepted·steps and Σ steps², over samples with at least one step.
+    pub fn from_sums(n: u64, accepted: f64, steps: f64, aa: f64, a_s: f64, ss: f64) -> Self {
+        Self { n, steps, accepted, aa, a_s, ss }
+    }
+
+    /// Both pools' samples together.
+    pub fn merge(&mut self, other: &Pool) {
+        self.n += other.n;
+        self.steps += other.steps;
+        self.accepted += other.accepted;
+        self.aa += other.aa;
+        self.a_s += other.a_s;
+        self.ss += other.ss;
+    }
+
     pub fn samples(&self) -> u64 {
         self.n
     }
@@ -529,6 +545,28 @@ mod tests {
             pool.add(a, s);
         }
         pool
+    }
+
+    #[test]
+    fn a_pool_from_sums_or_merged_equals_one_added_sample_by_sample() {
+        let samples = [(3u64, 4u64), (0, 2), (7, 5), (1, 1)];
+        let mut whole = Pool::default();
+        samples.iter().for_each(|&(a, s)| whole.add(a, s));
+        let (mut first, mut second) = (Pool::default(), Pool::default());
+        samples[..2].iter().for_each(|&(a, s)| first.add(a, s));
+        samples[2..].iter().for_each(|&(a, s)| second.add(a, s));
+        first.merge(&second);
+        assert_eq!(first.pooled(), whole.pooled());
+        let sum = |f: fn(f64, f64) -> f64| samples.iter().map(|&(a, s)| f(a as f64, s as f64)).sum::<f64>();
+        let summed = Pool::from_sums(
+            4,
+            sum(|a, _| a),
+            sum(|_, s| s),
+            sum(|a, _| a * a),
+            sum(|a, s| a * s),
+            sum(|_, s| s * s),
+        );
+        assert_eq!(summed.pooled(), whole.pooled());
     }
 
     #[test]

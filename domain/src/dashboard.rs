@@ -217,6 +217,10 @@ pub struct BiasReport {
     pub failure_rate: f64,
     /// Completion tokens (received so far for samples that did not finish).
     pub completion_bands: Vec<BandRow>,
+    /// Reasoning tokens (counted from the ids, else about 4 characters a token); the first band
+    /// holds samples without reasoning. A run that loses its long traces shows it here.
+    #[serde(default)]
+    pub reasoning_bands: Vec<BandRow>,
     /// Prompt length in characters.
     pub prompt_bands: Vec<BandRow>,
     pub categories: Vec<CategoryRow>,

@@ -220,6 +220,47 @@ impl ExportSelection {
         }
     }
 
+    /// The selection in words, as the loop's lineage names the export a draft was trained on:
+    /// "run 3 · ok · not rejected or flagged · weakest 30% per category".
+    pub fn in_words(&self) -> String {
+        let mut parts = vec![match self.run_ids.as_slice() {
+            [one] => format!("run {one}"),
+            many => format!("runs {}", many.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")),
+        }];
+        parts.push(self.outcomes.iter().map(|o| o.as_str()).collect::<Vec<_>>().join("+"));
+        parts.push(self.review.describe().split(" (").next().unwrap_or_default().to_string());
+        if !self.categories.is_empty() {
+            parts.push(format!("categories {}", self.categories.join(", ")));
+        }
+        match (self.min_completion_tokens, self.max_completion_tokens) {
+            (None, None) => {}
+            (Some(min), None) => parts.push(format!("completion ≥ {min} tokens")),
+            (None, Some(max)) => parts.push(format!("completion ≤ {max} tokens")),
+            (Some(min), Some(max)) => parts.push(format!("completion {min}–{max} tokens")),
+        }
+        match (self.acceptance.min, self.acceptance.max) {
+            (None, None) => {}
+            (Some(min), None) => parts.push(format!("acceptance ≥ {min}")),
+            (None, Some(max)) => parts.push(format!("acceptance ≤ {max}")),
+            (Some(min), Some(max)) => parts.push(format!("acceptance {min}–{max}")),
+        }
+        if let Some(share) = self.weakest {
+            parts.push(format!("weakest {}% per category", (share * 100.0).round()));
+        }
+        match self.thinking {
+            ThinkingMix::Any => {}
+            ThinkingMix::ThinkingOnly => parts.push("thinking only".into()),
+            ThinkingMix::NonThinkingOnly => parts.push("not thinking only".into()),
+            ThinkingMix::Ratio { thinking_share } => {
+                parts.push(format!("{}% thinking", (thinking_share * 100.0).round()))
+            }
+        }
+        if self.duplicates == Duplicates::Keep {
+            parts.push("duplicates kept".into());
+        }
+        parts.join(" · ")
+    }
+
     /// Where a new export or preset starts: finished `ok` samples no reviewer rejected or
     /// flagged, without the engine's problem flags, duplicates removed.
     pub fn for_runs(run_ids: Vec<i64>) -> Self {
@@ -573,6 +614,9 @@ pub struct ExportItem {
     pub counts: Option<ExportCounts>,
     pub files: Vec<ExportFile>,
     pub error: Option<String>,
+    /// The drafts trained on it, with their evaluations (the loop's lineage).
+    #[serde(default)]
+    pub trained: Vec<crate::lineage::TrainedDraft>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -669,6 +713,24 @@ mod tests {
             format: ExportFormat::default(),
             destination: Destination::Directory { path: "sets".into() },
         }
+    }
+
+    #[test]
+    fn a_selection_reads_as_words() {
+        let plain = ExportSelection::for_runs(vec![3]);
+        assert_eq!(plain.in_words(), "run 3 · ok · not rejected or flagged by a reviewer");
+        let curated = ExportSelection {
+            categories: vec!["math".into(), "code".into()],
+            weakest: Some(0.3),
+            max_completion_tokens: Some(2000),
+            thinking: ThinkingMix::ThinkingOnly,
+            ..ExportSelection::for_runs(vec![3, 4])
+        };
+        assert_eq!(
+            curated.in_words(),
+            "runs 3, 4 · ok · not rejected or flagged by a reviewer · categories math, code · \
+             completion ≤ 2000 tokens · weakest 30% per category · thinking only"
+        );
     }
 
     #[test]

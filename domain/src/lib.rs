@@ -12,6 +12,7 @@ pub mod endpoint;
 pub mod error;
 pub mod export;
 pub mod generation;
+pub mod lineage;
 pub mod review;
 pub mod role;
 pub mod run_form;

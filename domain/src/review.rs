@@ -122,6 +122,8 @@ pub enum SortKey {
     Newest,
     LongestCompletion,
     ShortestCompletion,
+    /// Most reasoning tokens first (counted from the ids); samples without a count last.
+    LongestReasoning,
     Slowest,
     /// Lowest acceptance length first (where the draft does worst); samples without a figure last.
     LowestAcceptance,
@@ -130,11 +132,12 @@ pub enum SortKey {
 }
 
 impl SortKey {
-    pub const ALL: [SortKey; 7] = [
+    pub const ALL: [SortKey; 8] = [
         SortKey::Oldest,
         SortKey::Newest,
         SortKey::LongestCompletion,
         SortKey::ShortestCompletion,
+        SortKey::LongestReasoning,
         SortKey::Slowest,
         SortKey::LowestAcceptance,
         SortKey::HighestAcceptance,
@@ -146,6 +149,7 @@ impl SortKey {
             SortKey::Newest => "newest",
             SortKey::LongestCompletion => "longest",
             SortKey::ShortestCompletion => "shortest",
+            SortKey::LongestReasoning => "longest_reasoning",
             SortKey::Slowest => "slowest",
             SortKey::LowestAcceptance => "lowest_acceptance",
             SortKey::HighestAcceptance => "highest_acceptance",
@@ -158,6 +162,7 @@ impl SortKey {
             SortKey::Newest => "newest first",
             SortKey::LongestCompletion => "longest completion",
             SortKey::ShortestCompletion => "shortest completion",
+            SortKey::LongestReasoning => "longest reasoning",
             SortKey::Slowest => "slowest",
             SortKey::LowestAcceptance => "lowest acceptance",
             SortKey::HighestAcceptance => "highest acceptance",

@@ -62,6 +62,9 @@ pub struct RunForm {
     pub draft_name: String,
     #[serde(default)]
     pub draft_revision: String,
+    /// The export the draft revision was trained on, for the loop's lineage.
+    #[serde(default)]
+    pub draft_trained_on: Option<i64>,
     pub endpoint_ids: Vec<i64>,
     pub model: String,
     pub max_tokens: String,
@@ -105,6 +108,8 @@ pub struct ParsedRun {
     pub settings: RunSettings,
     /// The draft this run evaluates; `None` for a generation run.
     pub draft: Option<DraftRef>,
+    /// The export that draft revision was trained on.
+    pub trained_on: Option<i64>,
 }
 
 struct Fields<'a> {
@@ -322,10 +327,19 @@ impl RunForm {
             }
             (name, revision) => Some(DraftRef { name: name.to_string(), revision: revision.to_string() }),
         };
+        if let (None, Some(export)) = (&draft, self.draft_trained_on) {
+            problems.push(format!("name the draft trained on export {export}, or clear that export"));
+        }
+        let trained_on = self.draft_trained_on;
         match self.dataset_id {
-            Some(dataset_id) if problems.is_empty() => {
-                Ok(ParsedRun { name: self.name.trim().to_string(), dataset_id, selection, settings, draft })
-            }
+            Some(dataset_id) if problems.is_empty() => Ok(ParsedRun {
+                name: self.name.trim().to_string(),
+                dataset_id,
+                selection,
+                settings,
+                draft,
+                trained_on,
+            }),
             _ => Err(problems),
         }
     }

@@ -18,29 +18,49 @@ function seedQuestions(name: string, n: number) {
        FROM d, generate_series(1, ${n}) AS i`);
 }
 
+/** A completed evaluation of `draft@revision` (registered, trained on `trainedOn` when given) of
+ * every row of `dataset`: 3.5 accepted per step on chat, `1 + mathAccepted / 10` on math. */
+function seedEvaluation(dataset: string, n: number, draft: string, revision: string, mathAccepted: number, trainedOn?: number): number {
+  const settings = JSON.stringify({ model: "sim-model", endpoint_ids: [], max_tokens: 256 });
+  return Number(
+    sql(`INSERT INTO draft_revisions (name, revision, trained_on) VALUES ('${draft}', '${revision}', ${trainedOn ?? "NULL"})
+           ON CONFLICT DO NOTHING;
+         WITH r AS (
+           INSERT INTO runs (name, dataset_id, status, settings, selection, sample_count, finished_at, draft_name, draft_revision)
+           SELECT $q$${unique("eval-")}$q$, id, 'completed', $q$${settings}$q$, '{"mode":"all"}', ${n}, now(), '${draft}', '${revision}'
+           FROM datasets WHERE name = $q$${dataset}$q$ RETURNING id, dataset_id),
+         s AS (
+           INSERT INTO samples (run_id, row_id, state, finish_reason, reasoning, content, messages, prompt_tokens,
+                                completion_tokens, reasoning_tokens, duration_ms, finished_at, attempts,
+                                spec_steps, spec_accepted, spec_drafted, spec_tokens, spec_histogram)
+           SELECT r.id, d.id, 'ok', 'stop', 'thinking', 'an answer',
+                  d.messages || '[{"role": "assistant", "content": "an answer"}]'::jsonb, 12, 40, 10, 500, now(), 1,
+                  10, CASE WHEN d.category = 'math' THEN ${mathAccepted} ELSE 25 END, 30, 3, '{0,0,0,10}'
+           FROM r JOIN dataset_rows d ON d.dataset_id = r.dataset_id RETURNING 1)
+         SELECT id FROM r`),
+  );
+}
+
 /** Two completed evaluations of the same `n` prompts: A accepts 3.5 everywhere; B as much on
  * chat and 1.5 on math. Returns their ids. */
 function seedTwoEvaluations(n: number): { a: number; b: number; dataset: string } {
   const dataset = unique("acc-ds-");
   seedQuestions(dataset, n);
-  const settings = JSON.stringify({ model: "sim-model", endpoint_ids: [], max_tokens: 256 });
-  const run = (draft: string, mathAccepted: number) =>
-    Number(
-      sql(`WITH r AS (
-             INSERT INTO runs (name, dataset_id, status, settings, selection, sample_count, finished_at, draft_name, draft_revision)
-             SELECT $q$${unique("eval-")}$q$, id, 'completed', $q$${settings}$q$, '{"mode":"all"}', ${n}, now(), '${draft}', 'r1'
-             FROM datasets WHERE name = $q$${dataset}$q$ RETURNING id, dataset_id),
-           s AS (
-             INSERT INTO samples (run_id, row_id, state, finish_reason, reasoning, content, messages, prompt_tokens,
-                                  completion_tokens, reasoning_tokens, duration_ms, finished_at, attempts,
-                                  spec_steps, spec_accepted, spec_drafted, spec_tokens, spec_histogram)
-             SELECT r.id, d.id, 'ok', 'stop', 'thinking', 'an answer',
-                    d.messages || '[{"role": "assistant", "content": "an answer"}]'::jsonb, 12, 40, 10, 500, now(), 1,
-                    10, CASE WHEN d.category = 'math' THEN ${mathAccepted} ELSE 25 END, 30, 3, '{0,0,0,10}'
-             FROM r JOIN dataset_rows d ON d.dataset_id = r.dataset_id RETURNING 1)
-           SELECT id FROM r`),
-    );
-  return { a: run("draft-a", 25), b: run("draft-b", 5), dataset };
+  return { a: seedEvaluation(dataset, n, "draft-a", "r1", 25), b: seedEvaluation(dataset, n, "draft-b", "r1", 5), dataset };
+}
+
+/** A completed export of run `run` keeping only `category`; returns its id. */
+function seedExport(run: number, category: string): number {
+  const spec = JSON.stringify({
+    selection: { run_ids: [run], review: "not_rejected_or_flagged", categories: [category], weakest: 0.5 },
+    format: { layout: "conversations" },
+    destination: { kind: "directory", path: "loop" },
+    version: 1,
+  });
+  return Number(
+    sql(`INSERT INTO exports (spec, status, finished_at, rows_total, rows_done, location)
+         VALUES ($q$${spec}$q$, 'completed', now(), 0, 0, '/tmp/loop') RETURNING id`),
+  );
 }
 
 async function registerDraftSim(page: Page): Promise<string> {
@@ -168,4 +188,57 @@ test("an engineer evaluates a draft through the form, then a second one on the s
   await expect(page.getByTestId("compare-b")).toContainText("step-200");
   await expect(page.getByTestId("compare-overall")).toContainText("B higher on 0, lower on 0 of 12 prompts");
   await expect(page.getByTestId("compare-verdict")).toHaveText("no difference shown");
+});
+
+test("the loop: each revision, the export it was trained on, and its change from the one before", async ({ page }) => {
+  const dataset = unique("loop-ds-");
+  seedQuestions(dataset, 30);
+  const draft = unique("loop-draft-");
+  // The start accepts 1.5 on math; v1, trained on everything, the same; v2, trained on math's
+  // weakest half, 3.0 there.
+  const start = seedEvaluation(dataset, 30, draft, "start", 5);
+  const everything = seedExport(start, "chat");
+  const weakMath = seedExport(start, "math");
+  seedEvaluation(dataset, 30, draft, "v1", 5, everything);
+  const v2 = seedEvaluation(dataset, 30, draft, "v2", 20, weakMath);
+
+  await login(page, admin);
+  await page.goto("/acceptance");
+  await hydrated(page);
+  await page.getByTestId("loop-link").click();
+  await expect(page).toHaveURL(/\/acceptance\/loop$/);
+  await hydrated(page);
+  await page.locator('[data-testid="loop-form"] select[name="draft"]').selectOption(draft);
+  await page.getByTestId("loop-form").getByRole("button", { name: "Show" }).click();
+  await expect(page).toHaveURL(new RegExp(`/acceptance/loop\\?draft=${draft}$`));
+
+  const table = page.getByTestId("loop-table");
+  await expect(table.locator("thead")).toContainText("chat");
+  await expect(table.locator("thead")).toContainText("math");
+  const row = (revision: string) => table.locator(`tr[data-revision="${revision}"]`);
+  await expect(row("start")).toContainText("starting draft");
+  await expect(row("v1").getByTestId("loop-export")).toHaveText(`export ${everything}`);
+  await expect(row("v2")).toContainText("categories math · weakest 50% per category");
+  // Overall: 2.83 (1.5 on a third of the prompts, 3.5 elsewhere), then 3.33 for v2.
+  await expect(row("start").getByTestId("loop-overall")).toContainText("2.83");
+  await expect(row("v1").getByTestId("loop-overall")).toContainText("+0.00");
+  await expect(row("v2").getByTestId("loop-overall")).toContainText("3.33");
+  await expect(row("v2")).toContainText("vs v1: 30 shared prompts");
+  // v2's change on math is up, measured (its interval excludes zero); chat unchanged.
+  const v2Math = row("v2").getByTestId("loop-category").nth(1);
+  await expect(v2Math).toContainText("3.00");
+  await expect(v2Math.getByTestId("loop-change")).toContainText("+1.50");
+  await expect(v2Math.getByTestId("loop-change")).toHaveClass(/up/);
+  await expect(row("v2").getByTestId("loop-category").first().getByTestId("loop-change")).toContainText("+0.00");
+  await page.screenshot({ path: "../docs/screenshots/acceptance-loop.png", fullPage: true });
+
+  // The export lists the drafts trained on it and their evaluations; its draft opens the loop.
+  await page.goto("/exports");
+  await hydrated(page);
+  const exportRow = page.locator(`tr[data-export="${weakMath}"]`);
+  await expect(exportRow.getByTestId("export-drafts")).toContainText(`${draft}@v2`);
+  await expect(exportRow.getByTestId("export-drafts").locator(`a[href="/acceptance/runs/${v2}"]`)).toBeVisible();
+  await exportRow.getByTestId("export-draft").click();
+  await expect(page).toHaveURL(new RegExp(`/acceptance/loop\\?draft=${draft}$`));
+  await expect(page.getByTestId("loop-table")).toContainText("v2");
 });

@@ -32,7 +32,7 @@ mod scratch_database;
 use domain::acceptance::{DraftRef, Pooled, RunAcceptance};
 use domain::generation::{Selection, Thinking};
 use engine::acceptance::{compare, report};
-use engine::generation::runs::{self, NewRun};
+use engine::runs::{self, NewRun};
 use engine::testing::*;
 use engine::vllm::{http_client, SpecCounters, VllmClient};
 use sqlx::PgPool;
@@ -207,6 +207,7 @@ async fn evaluate(
             selection,
             settings,
             draft: Some(DraftRef { name: draft.into(), revision: String::new() }),
+            trained_on: None,
         },
         target.by,
     )

@@ -4,8 +4,9 @@
 #![allow(clippy::unwrap_used)] // Test fixtures may unwrap: a failure there fails the test that asked for them.
 
 use crate::{
-    generation::{runs, Worker, WorkerOptions},
+    generation::{Worker, WorkerOptions},
     metrics::EngineMetrics,
+    runs,
     vllm::http_client,
 };
 use domain::generation::{RunSettings, SampleState, Selection};
@@ -162,6 +163,7 @@ pub async fn create_run(pool: &PgPool, dataset_id: i64, settings: RunSettings, b
             selection: Selection::All,
             settings,
             draft: None,
+            trained_on: None,
         },
         by,
     )

@@ -5,7 +5,7 @@
 
 use domain::acceptance::{Dimension, DraftRef};
 use domain::generation::{Selection, Thinking};
-use engine::generation::runs;
+use engine::runs;
 use engine::testing::*;
 use engine::vllm::http_client;
 use std::time::Duration;
@@ -139,7 +139,7 @@ async fn the_endpoints_page_shows_the_drafts_acceptance_over_the_last_minute(poo
         assert!(tokio::time::Instant::now() < deadline, "no live figure: {summary:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    engine::generation::runs::control(&pool, run, engine::generation::runs::Control::Cancel).await.unwrap();
+    engine::runs::control(&pool, run, engine::runs::Control::Cancel).await.unwrap();
     stop.cancel();
     worker.await.unwrap().unwrap();
     // A draft accepting each token with chance 0.5 of 3: 1 + 0.5 + 0.25 + 0.125 = 1.875 a step.
@@ -184,6 +184,7 @@ async fn start(
             selection,
             settings,
             draft: draft.map(|name| DraftRef { name: name.into(), revision: "r1".into() }),
+            trained_on: None,
         },
         by,
     )
@@ -217,6 +218,7 @@ async fn an_evaluation_sends_an_earlier_runs_prompts_as_they_were_to_a_server_th
             selection: Selection::Sample { count: 12, seed: 3 },
             settings: mixed,
             draft: None,
+            trained_on: None,
         },
         by,
     )
@@ -613,4 +615,136 @@ async fn review_sorts_and_filters_by_acceptance_and_an_export_takes_each_categor
         assert!(batch.column_by_name("verify_steps").is_some());
     }
     assert_eq!(lengths_read.len(), 10);
+}
+
+/// An evaluation of `draft@revision`, trained on `trained_on`, of every row of `dataset`, run
+/// to the end.
+async fn evaluate(
+    pool: &sqlx::PgPool,
+    dataset: i64,
+    endpoint: i64,
+    draft: (&str, &str),
+    trained_on: Option<i64>,
+    by: i64,
+) -> engine::Result<i64> {
+    let run = runs::create(
+        pool,
+        &http_client(),
+        runs::NewRun {
+            name: format!("evaluate {}@{}", draft.0, draft.1),
+            dataset_id: dataset,
+            selection: Selection::All,
+            settings: settings(vec![endpoint]),
+            draft: Some(DraftRef { name: draft.0.into(), revision: draft.1.into() }),
+            trained_on,
+        },
+        by,
+    )
+    .await?;
+    run_to_end(pool, run).await;
+    Ok(run)
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn the_loop_reads_each_revision_its_export_and_its_change_from_the_one_before(pool: sqlx::PgPool) {
+    use domain::export::{Destination, ExportFormat, ExportSelection, ExportSpec};
+    use domain::lineage::NewDraftRevision;
+    use engine::acceptance::lineage;
+    let by = user(&pool).await;
+    let dataset = mixed_dataset(&pool, 40).await;
+    let (run, _) = generate(&pool, &sim(fast_sim()).await, dataset, by).await;
+    let env = export_env::env();
+    let export_of = |categories: Vec<String>, path: &str| ExportSpec {
+        selection: ExportSelection {
+            excluded_flags: vec![],
+            categories,
+            ..ExportSelection::for_runs(vec![run])
+        },
+        format: ExportFormat::default(),
+        destination: Destination::Directory { path: path.into() },
+    };
+    let mut exports = Vec::new();
+    for (categories, path) in [(vec![], "everything"), (vec!["even".to_string()], "even")] {
+        let export =
+            engine::export::job::create(&pool, &export_of(categories, path), Some(by), None).await.unwrap();
+        engine::export::job::run(&pool, &env.storage, export).await.unwrap();
+        exports.push(export);
+    }
+    let (everything, even) = (exports[0], exports[1]);
+
+    // The starting draft is weak everywhere; v1, trained on everything, gains on `odd`; v2,
+    // trained on the weak category, gains there too.
+    let sims = [
+        sim(draft_sim(3, 0.5, 0.2)).await,
+        sim(draft_sim(3, 0.9, 0.2)).await,
+        sim(draft_sim(3, 0.9, 0.8)).await,
+    ];
+    let mut servers = Vec::new();
+    for s in &sims {
+        servers.push(endpoint(&pool, s, by).await);
+    }
+    let start = evaluate(&pool, dataset, servers[0], ("tiny", "start"), None, by).await.unwrap();
+    let v1_server = servers[1];
+    let v1 = evaluate(&pool, dataset, v1_server, ("tiny", "v1"), Some(everything), by).await.unwrap();
+    let v2 = evaluate(&pool, dataset, servers[2], ("tiny", "v2"), Some(even), by).await.unwrap();
+
+    let table = lineage::loop_table(&pool, "tiny", None).await.unwrap();
+    assert_eq!((table.dataset_id, table.categories.clone()), (dataset, vec!["even".into(), "odd".into()]));
+    let revisions: Vec<&str> = table.steps.iter().map(|s| s.revision.as_str()).collect();
+    assert_eq!(revisions, ["start", "v1", "v2"]);
+    let [s0, s1, s2] = &table.steps[..] else { panic!("three steps") };
+    assert!(s0.trained_on.is_none() && s0.change.is_none());
+    assert_eq!(s0.evaluation.as_ref().unwrap().run_id, start);
+    let trained = s1.trained_on.as_ref().unwrap();
+    assert_eq!((trained.export_id, trained.train_rows), (everything, Some(40)));
+    assert!(trained.selection.starts_with(&format!("run {run} · ok")), "{}", trained.selection);
+    assert!(s2.trained_on.as_ref().unwrap().selection.contains("categories even"));
+    assert_eq!((s1.evaluation.as_ref().unwrap().run_id, s2.evaluation.as_ref().unwrap().run_id), (v1, v2));
+    // Each change is paired on the 40 prompts both sent; a category moves where its draft did.
+    let up = |f: &Option<domain::acceptance::PairedFigure>| f.as_ref().unwrap().interval.unwrap().low > 0.0;
+    let unclear =
+        |f: &Option<domain::acceptance::PairedFigure>| f.as_ref().unwrap().interval.unwrap().contains(0.0);
+    let (c1, c2) = (s1.change.as_ref().unwrap(), s2.change.as_ref().unwrap());
+    assert_eq!(
+        (c1.from_revision.as_str(), c1.shared_prompts, c2.from_revision.as_str()),
+        ("start", 40, "v1")
+    );
+    assert!(up(&c1.overall) && unclear(&c1.by_category[0]) && up(&c1.by_category[1]), "{c1:?}");
+    assert!(up(&c2.overall) && up(&c2.by_category[0]) && unclear(&c2.by_category[1]), "{c2:?}");
+    let v2_even = s2.evaluation.as_ref().unwrap().by_category[0].as_ref().unwrap().length;
+    assert!(v2_even > 2.5, "a chance of 0.8 at K = 3 accepts about 2.95: {v2_even}");
+
+    // The export lists the drafts trained on it, with their evaluations.
+    let listed = lineage::trained_on_export(&pool, even).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].draft.describe(), "tiny@v2");
+    assert_eq!(listed[0].evaluations.iter().map(|e| e.run_id).collect::<Vec<_>>(), [v2]);
+    assert!(
+        (listed[0].evaluations[0].overall.as_ref().unwrap().length
+            - s2.evaluation.as_ref().unwrap().overall.as_ref().unwrap().length)
+            .abs()
+            < 1e-9
+    );
+    let items = engine::export::store::items(&pool, 10).await.unwrap();
+    let item = items.iter().find(|e| e.id == everything).unwrap();
+    assert_eq!(item.trained.iter().map(|d| d.draft.describe()).collect::<Vec<_>>(), ["tiny@v1"]);
+
+    // A revision is trained on one export: evaluating it again with it is fine, with another
+    // refused, and an export a draft was trained on cannot be deleted.
+    evaluate(&pool, dataset, v1_server, ("tiny", "v1"), Some(everything), by).await.unwrap();
+    let refused =
+        evaluate(&pool, dataset, v1_server, ("tiny", "v1"), Some(even), by).await.unwrap_err().to_string();
+    assert!(refused.contains(&format!("recorded as trained on export {everything}")), "{refused}");
+    let mut conn = pool.acquire().await.unwrap();
+    let again = NewDraftRevision { name: "tiny".into(), revision: "v3".into(), trained_on: Some(9_999) };
+    let refused = lineage::register(&mut conn, &again, Some(by)).await.unwrap_err().to_string();
+    assert!(refused.contains("export 9999 does not exist"), "{refused}");
+    let named = NewDraftRevision { name: "a@b".into(), revision: String::new(), trained_on: None };
+    assert!(lineage::register(&mut conn, &named, Some(by)).await.is_err());
+    let deleted = sqlx::query("DELETE FROM exports WHERE id = $1").bind(even).execute(&pool).await;
+    assert!(deleted.is_err(), "the lineage keeps the export");
+
+    // A draft nobody evaluated says what to do.
+    let refused = lineage::loop_table(&pool, "never", None).await.unwrap_err().to_string();
+    assert!(refused.contains("no completed evaluation"), "{refused}");
 }

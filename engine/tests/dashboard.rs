@@ -53,6 +53,8 @@ async fn a_finished_run_adds_up_everywhere_the_dashboard_looks(pool: sqlx::PgPoo
     assert_eq!(report.failure_rate, 0.0);
     assert_eq!(report.completion_bands.iter().map(|b| b.counts.ok).sum::<i64>(), 60);
     assert_eq!(report.prompt_bands.iter().map(|b| b.counts.ok).sum::<i64>(), 60);
+    assert_eq!(report.reasoning_bands.iter().map(|b| b.counts.ok).sum::<i64>(), 60);
+    assert_eq!(report.reasoning_bands[0].label, "no reasoning");
     let categories: Vec<_> = report.categories.iter().map(|c| (c.category.as_str(), c.counts.ok)).collect();
     assert_eq!(categories, vec![("even", 30), ("odd", 30)]);
     assert!(report.warnings.is_empty());
@@ -90,6 +92,37 @@ async fn failures_concentrated_in_one_category_are_called_out(pool: sqlx::PgPool
         report.warnings
     );
     assert!(!report.warnings.iter().any(|w| w.contains("`even`")));
+}
+
+#[sqlx::test(migrator = "MIGRATOR")]
+async fn a_run_losing_its_long_reasoning_traces_is_called_out_by_reasoning_length(pool: sqlx::PgPool) {
+    let by = user(&pool).await;
+    let questions: Vec<String> = (0..40).map(|i| format!("question {i}")).collect();
+    let dataset = dataset_of(&pool, &questions).await;
+    let sim = sim(fast_sim()).await;
+    let endpoint = endpoint(&pool, &sim, by).await;
+    let run = create_run(&pool, dataset, settings(vec![endpoint]), by).await;
+    // Short traces end ok; every long one timed out (as a client timeout kills them).
+    sqlx::query(
+        "UPDATE samples s SET state = CASE WHEN r.category = 'odd' THEN 'timed_out'::sample_state ELSE 'ok' END,
+                reasoning_tokens = CASE WHEN r.category = 'odd' THEN 3000 ELSE 100 END,
+                finished_at = now(), completion_tokens = 100, attempts = 1
+         FROM dataset_rows r WHERE r.id = s.row_id AND s.run_id = $1",
+    )
+    .bind(run)
+    .execute(&pool)
+    .await
+    .unwrap();
+    let report = bias::report(&pool, run).await.unwrap();
+    let bands: Vec<(&str, i64, i64)> =
+        report.reasoning_bands.iter().map(|b| (b.label.as_str(), b.counts.ok, b.counts.timed_out)).collect();
+    assert_eq!(bands[1], ("1–255 tokens", 20, 0));
+    assert_eq!(bands[3], ("1,024–4,095 tokens", 0, 20));
+    assert!(
+        report.warnings.iter().any(|w| w.starts_with("Reasoning of 1,024–4,095 tokens fail 100%")),
+        "{:?}",
+        report.warnings
+    );
 }
 
 #[sqlx::test(migrator = "MIGRATOR")]

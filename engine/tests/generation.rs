@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used)] // Tests may unwrap: a failure there is a failure of the test, with its message.
 
 use domain::generation::{Concurrency, RunSettings, SampleState, Thinking};
-use engine::generation::runs::{self, Control, RetryPass};
+use engine::runs::{self, Control, RetryPass};
 use engine::testing::*;
 use engine::vllm::http_client;
 use std::time::Duration;
@@ -430,6 +430,7 @@ async fn invalid_settings_are_refused_with_every_reason(pool: sqlx::PgPool) {
             selection: domain::generation::Selection::All,
             settings: s,
             draft: None,
+            trained_on: None,
         },
         by,
     )
@@ -451,6 +452,7 @@ async fn invalid_settings_are_refused_with_every_reason(pool: sqlx::PgPool) {
             selection: domain::generation::Selection::All,
             settings: wrong_model,
             draft: None,
+            trained_on: None,
         },
         by,
     )

@@ -90,11 +90,12 @@ async fn seeded_run(pool: &sqlx::PgPool, specs: &[Spec]) -> (i64, Vec<i64>) {
                 .collect();
         let id: i64 = sqlx::query_scalar(
             "INSERT INTO samples (run_id, row_id, state, finish_reason, reasoning, content, messages, prompt_tokens,
-                                  completion_tokens, duration_ms, finished_at, auto_flags, lease_owner, lease_expires_at)
+                                  completion_tokens, reasoning_tokens, duration_ms, finished_at, auto_flags, lease_owner,
+                                  lease_expires_at)
              SELECT $1, $2, $3, $4, $5, $6,
                     messages - (jsonb_array_length(messages) - 1) || jsonb_build_array(jsonb_build_object(
                         'role', 'assistant', 'content', $6::text, 'reasoning_content', $5::text)),
-                    12, $7, $7 * 10, CASE WHEN $8 THEN now() END, $9,
+                    12, $7, NULLIF(length($5::text) / 4, 0), $7 * 10, CASE WHEN $8 THEN now() END, $9,
                     CASE WHEN $3 = 'running'::sample_state THEN gen_random_uuid() END,
                     CASE WHEN $3 = 'running'::sample_state THEN now() + interval '1 minute' END
              FROM dataset_rows WHERE id = $2 RETURNING id",
@@ -373,7 +374,11 @@ async fn the_list_filters_searches_counts_and_pages_by_key(pool: sqlx::PgPool) {
         loop {
             let page = list::page(&pool, &filter, after.as_deref(), Some(4)).await.unwrap();
             assert!(page.rows.len() <= 4);
-            seen.extend(page.rows.iter().map(|r| (r.completion_tokens, r.id)));
+            let value = |r: &domain::review::SampleRow| match sort {
+                SortKey::LongestReasoning => r.reasoning_tokens,
+                _ => r.completion_tokens,
+            };
+            seen.extend(page.rows.iter().map(|r| (value(r), r.id)));
             match page.next {
                 Some(next) => after = Some(next),
                 None => break,
@@ -385,6 +390,10 @@ async fn the_list_filters_searches_counts_and_pages_by_key(pool: sqlx::PgPool) {
         if sort == SortKey::LongestCompletion {
             assert_eq!(seen[0].0, Some(256));
             assert!(seen.windows(2).all(|w| w[0].0 >= w[1].0));
+        }
+        if sort == SortKey::LongestReasoning {
+            assert!(seen[0].0 > Some(0), "{seen:?}");
+            assert!(seen.windows(2).all(|w| w[0].0 >= w[1].0), "{seen:?}");
         }
     }
 

@@ -169,15 +169,16 @@ async fn seed_run(pool: &PgPool, sim_url: &str) -> i64 {
     .await
     .unwrap();
     let settings = domain::generation::RunSettings::with_defaults("sim-model", vec![endpoint.id], 4096);
-    engine::generation::runs::create(
+    engine::runs::create(
         pool,
         &http,
-        engine::generation::runs::NewRun {
+        engine::runs::NewRun {
             name: "dashboard bench".into(),
             dataset_id: dataset,
             selection: domain::generation::Selection::All,
             settings,
             draft: None,
+            trained_on: None,
         },
         by,
     )

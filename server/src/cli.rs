@@ -207,6 +207,9 @@ pub struct RunStart {
     /// Evaluate a draft: NAME or NAME@REVISION, as the endpoints serve it with the target.
     #[arg(long, value_name = "NAME[@REVISION]")]
     pub draft: Option<String>,
+    /// The export the draft revision was trained on: recorded in the loop's lineage.
+    #[arg(long, value_name = "EXPORT", requires = "draft")]
+    pub trained_on: Option<i64>,
     /// Send an earlier run's prompts again, each in its thinking mode there (its dataset is used).
     #[arg(long, value_name = "RUN", conflicts_with = "from_export")]
     pub from_run: Option<i64>,
@@ -277,6 +280,40 @@ pub enum AcceptanceCommand {
     Show {
         run: i64,
         /// Print the whole report as JSON (every breakdown and the weakest samples).
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        api: ApiArgs,
+    },
+    /// Register a draft revision with the export it was trained on (the loop's lineage).
+    Register {
+        /// NAME or NAME@REVISION.
+        #[arg(value_name = "NAME[@REVISION]")]
+        draft: String,
+        /// The completed export whose training rows it was trained on.
+        #[arg(long, value_name = "EXPORT")]
+        trained_on: Option<i64>,
+        #[command(flatten)]
+        api: ApiArgs,
+    },
+    /// The registered draft revisions, newest first, with the exports they were trained on.
+    Drafts {
+        /// Only this draft's revisions.
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        api: ApiArgs,
+    },
+    /// A draft's loop: each revision, the export it was trained on, its acceptance on the
+    /// held-out prompts overall and per category, and its change from the revision before.
+    Loop {
+        /// The draft's name.
+        draft: String,
+        /// The held-out dataset its evaluations sent (default: the newest evaluation's).
+        #[arg(long)]
+        dataset: Option<i64>,
         #[arg(long)]
         json: bool,
         #[command(flatten)]

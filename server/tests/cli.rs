@@ -360,6 +360,19 @@ async fn drafts_are_evaluated_on_an_earlier_runs_prompts_and_compared_from_the_c
         comparison["by_category"].as_array().unwrap().iter().find(|c| c[0] == "odd").unwrap()[1].clone();
     assert!(odd["difference"].as_f64().unwrap() < 0.0, "B's draft accepts less on odd prompts: {odd}");
 
+    // The loop: both revisions of `eagle3`, the second's change paired on the first's prompts.
+    let (code, out, err) = cli(&served, &token, &["acceptance", "loop", "eagle3"]).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("s100  ← no export (starting draft)"), "{out}");
+    assert!(out.contains(&format!("run {b} overall")) && out.contains("vs s100"), "{out}");
+    let (code, out, _) = cli(&served, &token, &["acceptance", "drafts", "--name", "eagle3"]).await;
+    assert_eq!(code, 0);
+    assert!(out.contains("eagle3@s200  no export recorded"), "{out}");
+    let (code, _, err) =
+        cli(&served, &token, &["acceptance", "register", "eagle3@s300", "--trained-on", "9999"]).await;
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("export 9999 does not exist"), "{err}");
+
     // A draft on a server without one is refused before anything starts, with what to do.
     let plain = testing::sim(testing::fast_sim()).await;
     let plain = testing::endpoint(&pool, &plain, user).await;

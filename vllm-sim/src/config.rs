@@ -56,6 +56,12 @@ pub struct SimConfig {
     #[arg(long)]
     pub ignore_return_token_ids: bool,
 
+    /// Run no tool parser, as vLLM started without `--enable-auto-tool-choice
+    /// --tool-call-parser`: a request offering tools with `tool_choice` auto (or none given)
+    /// gets vLLM's 400.
+    #[arg(long)]
+    pub no_tool_parser: bool,
+
     /// Report `reasoning_tokens: 0` in every usage, as real vLLM 0.32 (deepseek_r1 parser) did
     /// on 1,167 of 2,038 samples holding reasoning.
     #[arg(long)]

@@ -42,6 +42,34 @@ pub fn text_tokens(text: &str) -> impl Iterator<Item = Token<'_>> {
     tokenizer::pieces(text).map(|piece| Token { id: tokenizer::token_id(piece), text: piece })
 }
 
+/// Tokens of a raw prompt as `/tokenize` sees it: a special token's text (`</think>`) is that
+/// token, as a Hugging Face tokenizer matches its added tokens in raw text.
+pub fn raw_prompt_tokens(text: &str) -> Vec<Token<'_>> {
+    let mut tokens = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let next = Special::ALL
+            .iter()
+            .filter_map(|s| rest.find(s.token().text).map(|at| (at, *s)))
+            .min_by_key(|(at, _)| *at);
+        let Some((at, special)) = next else {
+            tokens.extend(text_tokens(rest));
+            break;
+        };
+        tokens.extend(text_tokens(&rest[..at]));
+        let token = special.token();
+        tokens.push(token);
+        rest = &rest[at + token.text.len()..];
+    }
+    tokens
+}
+
+/// The token that ends a reasoning span (`</think>`): its id closes the reasoning in a
+/// completion's ids, with no text of its own in the streamed message.
+pub fn think_end() -> Token<'static> {
+    Special::ThinkEnd.token()
+}
+
 /// A stable identity of the conversation: same roles and texts, same fingerprint.
 pub fn fingerprint(messages: &[ChatMessage]) -> u64 {
     let mut hasher = Fnv1a::new();
@@ -85,6 +113,8 @@ enum Special {
 }
 
 impl Special {
+    const ALL: [Special; 4] = [Special::ImStart, Special::ImEnd, Special::ThinkStart, Special::ThinkEnd];
+
     fn token(self) -> Token<'static> {
         let (offset, text) = match self {
             Self::ImStart => (1, "<|im_start|>"),

@@ -62,7 +62,8 @@ async fn a_stream_is_role_deltas_finish_usage_then_done() {
     let reasoning = delta_text(&chunks, "reasoning");
     let content = delta_text(&chunks, "content");
     assert!(reasoning_tokens > 0 && !content.is_empty(), "reasoning comes first, then the answer");
-    assert_eq!(token_count(&sim, &reasoning).await, reasoning_tokens);
+    // The reasoning's last token is `</think>`, which writes no text.
+    assert_eq!(token_count(&sim, &reasoning).await + 1, reasoning_tokens);
     assert_eq!(token_count(&sim, &content).await, completion - reasoning_tokens);
     let first_content = chunks
         .iter()
@@ -128,7 +129,7 @@ async fn a_whole_completion_has_vllms_shape() {
     let usage = &body["usage"];
     let reasoning_tokens = usage["completion_tokens_details"]["reasoning_tokens"].as_u64().unwrap();
     let completion = usage["completion_tokens"].as_u64().unwrap();
-    assert_eq!(token_count(&sim, message["reasoning"].as_str().unwrap()).await, reasoning_tokens);
+    assert_eq!(token_count(&sim, message["reasoning"].as_str().unwrap()).await + 1, reasoning_tokens);
     assert_eq!(token_count(&sim, message["content"].as_str().unwrap()).await, completion - reasoning_tokens);
 }
 
@@ -345,6 +346,32 @@ async fn token_ids_come_with_the_first_chunk_and_each_delta_when_asked_for() {
     let tokenized: Vec<u64> =
         tokenize["tokens"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
     assert_eq!(prompt, tokenized, "the ids of the prompt as /tokenize gives them");
+
+    // The reasoning ends with `</think>`, one token with no text of its own, as a Qwen3
+    // tokenizer gives it; a completion cut inside its reasoning has none.
+    let think_end =
+        post(&sim, "/tokenize", json!({"prompt": "</think>"})).await.json::<Value>().await.unwrap();
+    assert_eq!(think_end["tokens"], json!([151_668]));
+    let ids: Vec<u64> = chunks[1..]
+        .iter()
+        .filter_map(|c| c["choices"][0]["token_ids"].as_array())
+        .flatten()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    let reasoning = usage["completion_tokens_details"]["reasoning_tokens"].as_u64().unwrap() as usize;
+    assert_eq!(ids.iter().position(|&id| id == 151_668), Some(reasoning - 1), "{ids:?}");
+    let cut = sse_chunks(
+        &chat(&sim, json!({"messages": user("Count the tokens."), "stream": true, "max_tokens": 2, "return_token_ids": true}))
+            .await
+            .text()
+            .await
+            .unwrap(),
+    );
+    assert!(!cut
+        .iter()
+        .filter_map(|c| c["choices"][0]["token_ids"].as_array())
+        .flatten()
+        .any(|v| v == 151_668));
 
     let plain = sse_chunks(
         &chat(&sim, json!({"messages": user("Count the tokens."), "stream": true}))

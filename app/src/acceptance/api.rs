@@ -38,3 +38,27 @@ pub async fn weighted_quotas(
     let pool = ssr::services()?.pool;
     Ok(engine::acceptance::quota::weighted(&pool, dataset_id, evaluation_run_id, count).await?)
 }
+
+/// Registered draft revisions, the newest first, with the exports they were trained on.
+#[server(endpoint = "acceptance/drafts")]
+pub async fn list_drafts() -> Result<Vec<domain::lineage::DraftRevision>, AppError> {
+    use crate::ssr;
+    ssr::require(domain::Role::Engineer)?;
+    Ok(engine::acceptance::lineage::revisions(&ssr::services()?.pool, None).await?)
+}
+
+/// A draft's loop on a held-out dataset (by default its newest evaluation's).
+#[server(endpoint = "acceptance/loop")]
+pub async fn get_loop(draft: String, dataset: Option<i64>) -> Result<domain::lineage::LoopTable, AppError> {
+    use crate::ssr;
+    ssr::require(domain::Role::Engineer)?;
+    Ok(engine::acceptance::lineage::loop_table(&ssr::services()?.pool, &draft, dataset).await?)
+}
+
+/// The drafts trained on an export, with their evaluations.
+#[server(endpoint = "acceptance/export-drafts")]
+pub async fn export_drafts(export_id: i64) -> Result<Vec<domain::lineage::TrainedDraft>, AppError> {
+    use crate::ssr;
+    ssr::require(domain::Role::Engineer)?;
+    Ok(engine::acceptance::lineage::trained_on_export(&ssr::services()?.pool, export_id).await?)
+}

@@ -15,7 +15,11 @@ pub fn AcceptancePage() -> impl IntoView {
         <Title text="Acceptance"/>
         <div class="page-head">
             <h1>"Acceptance"</h1>
-            <a class="button primary" href="/runs/new?purpose=evaluation">"Evaluate a draft"</a>
+            <span>
+                <a class="button" href="/acceptance/loop" data-testid="loop-link">"The loop"</a>
+                " "
+                <a class="button primary" href="/runs/new?purpose=evaluation">"Evaluate a draft"</a>
+            </span>
         </div>
         <p class="muted">
             "How a speculative-decoding draft accepts on the target's own answers, per sample, pooled by verify "

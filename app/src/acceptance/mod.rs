@@ -4,13 +4,16 @@
 //! - `list`: the evaluation runs, and two of them picked to compare.
 //! - `report`: one run's acceptance, pooled and broken down, and its weakest samples.
 //! - `compare`: two evaluations of the same prompts, prompt by prompt.
+//! - `lineage`: the loop, a draft's revisions with the exports they were trained on.
 
 pub mod api;
 pub mod compare;
+pub mod lineage;
 pub mod list;
 pub mod report;
 
 pub use compare::ComparePage;
+pub use lineage::LoopPage;
 pub use list::AcceptancePage;
 pub use report::RunAcceptancePage;
 

@@ -89,7 +89,7 @@ fn SignedIn(viewer: Viewer) -> impl IntoView {
 }
 
 /// Percent-encodes a path for use as a query value.
-fn encode(value: &str) -> String {
+pub(crate) fn encode(value: &str) -> String {
     value
         .bytes()
         .map(|b| match b {

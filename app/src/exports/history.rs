@@ -141,6 +141,7 @@ fn ExportRow(e: ExportItem, cancel: ServerAction<CancelExport>) -> impl IntoView
                 <strong>{title}</strong>
                 <div class="small muted">{e.summary.clone()}</div>
                 {e.created_by.clone().map(|by| view! { <div class="small muted">{format!("by {by}")}</div> })}
+                <TrainedDrafts drafts=e.trained.clone()/>
             </td>
             <td>
                 <span class=status_class(e.status) data-testid="export-status">{e.status.as_str()}</span>
@@ -166,4 +167,28 @@ fn ExportRow(e: ExportItem, cancel: ServerAction<CancelExport>) -> impl IntoView
             </td>
         </tr>
     }
+}
+
+/// The drafts trained on an export, each with its evaluations and their pooled acceptance, and
+/// a link to the draft's loop.
+#[component]
+fn TrainedDrafts(drafts: Vec<domain::lineage::TrainedDraft>) -> impl IntoView {
+    (!drafts.is_empty()).then(|| {
+        view! {
+            <ul class="trained small" data-testid="export-drafts">
+                {drafts.into_iter().map(|d| {
+                    let loop_url = format!("/acceptance/loop?draft={}", crate::components::layout::encode(&d.draft.name));
+                    view! {
+                        <li>
+                            "trained " <a href=loop_url data-testid="export-draft"><code>{d.draft.describe()}</code></a>
+                            {d.evaluations.into_iter().map(|e| view! {
+                                " · " <a href=format!("/acceptance/runs/{}", e.run_id)>{e.name.clone()}</a>
+                                {e.overall.as_ref().map(|p| format!(" {}", crate::acceptance::format_pooled(p)))}
+                            }).collect_view()}
+                        </li>
+                    }
+                }).collect_view()}
+            </ul>
+        }
+    })
 }

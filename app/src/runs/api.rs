@@ -33,9 +33,9 @@ pub async fn get_form_choices() -> Result<FormChoices, AppError> {
     use crate::ssr;
     ssr::require(domain::Role::Engineer)?;
     let pool = ssr::services()?.pool;
-    let (runs, exports) = engine::generation::runs::source_choices(&pool).await?;
+    let (runs, exports) = engine::runs::source_choices(&pool).await?;
     Ok(FormChoices {
-        datasets: engine::generation::runs::dataset_choices(&pool).await?,
+        datasets: engine::runs::dataset_choices(&pool).await?,
         endpoints: engine::endpoints::list(&pool).await?,
         runs,
         exports,
@@ -48,17 +48,18 @@ pub async fn create_run(form: RunForm) -> Result<i64, AppError> {
     let viewer = ssr::require(domain::Role::Engineer)?;
     let services = ssr::services()?;
     let mut form = form;
-    engine::generation::runs::fill_source_dataset(&services.pool, &mut form).await?;
+    engine::runs::fill_source_dataset(&services.pool, &mut form).await?;
     let parsed = form.parse().map_err(|problems| AppError::Invalid(problems.join("; ")))?;
-    let id = engine::generation::runs::create(
+    let id = engine::runs::create(
         &services.pool,
         &services.http,
-        engine::generation::runs::NewRun {
+        engine::runs::NewRun {
             name: parsed.name,
             dataset_id: parsed.dataset_id,
             selection: parsed.selection,
             settings: parsed.settings,
             draft: parsed.draft,
+            trained_on: parsed.trained_on,
         },
         viewer.id,
     )
@@ -100,14 +101,14 @@ pub enum RunAction {
 #[server(endpoint = "runs/control")]
 pub async fn control_run(id: i64, action: RunAction) -> Result<RunStatus, AppError> {
     use crate::ssr;
-    use engine::generation::runs::Control;
+    use engine::runs::Control;
     let viewer = ssr::require(domain::Role::Engineer)?;
     let control = match action {
         RunAction::Pause => Control::Pause,
         RunAction::Resume => Control::Resume,
         RunAction::Cancel => Control::Cancel,
     };
-    let status = engine::generation::runs::control(&ssr::services()?.pool, id, control).await?;
+    let status = engine::runs::control(&ssr::services()?.pool, id, control).await?;
     tracing::info!(by = %viewer.username, run.id = id, ?action, "run control");
     Ok(status)
 }
@@ -136,7 +137,7 @@ pub async fn retry_run(id: i64, form: RetryForm) -> Result<u64, AppError> {
             .map(Some)
             .map_err(|_| AppError::Invalid(format!("{what} must be a whole number, not `{raw}`")))
     };
-    let pass = engine::generation::runs::RetryPass {
+    let pass = engine::runs::RetryPass {
         states: form.states,
         error_contains: Some(form.error_contains),
         idle_timeout_secs: number(&form.idle_timeout_secs, "the idle timeout")?,
@@ -147,7 +148,7 @@ pub async fn retry_run(id: i64, form: RetryForm) -> Result<u64, AppError> {
         max_tokens: number(&form.max_tokens, "max_tokens")?,
     };
     let services = ssr::services()?;
-    let requeued = engine::generation::runs::retry(&services.pool, &services.http, id, pass).await?;
+    let requeued = engine::runs::retry(&services.pool, &services.http, id, pass).await?;
     tracing::info!(by = %viewer.username, run.id = id, requeued, "retry pass");
     Ok(requeued)
 }

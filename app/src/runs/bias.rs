@@ -1,4 +1,5 @@
-//! The selection-bias view: outcomes by completion length, prompt length and category.
+//! The selection-bias view: outcomes by completion length, reasoning length, prompt length and
+//! category.
 
 use domain::{
     dashboard::{BandRow, BiasReport, StateCounts},
@@ -25,6 +26,7 @@ pub fn BiasView(report: BiasReport) -> impl IntoView {
             })}
             <div class="bias-tables">
                 <OutcomeTable title="Completion length (tokens received)" rows=report.completion_bands/>
+                <OutcomeTable title="Reasoning length (tokens)" rows=report.reasoning_bands/>
                 <OutcomeTable title="Prompt length" rows=report.prompt_bands/>
                 <OutcomeTable title="Category" rows=categories/>
             </div>

@@ -120,7 +120,7 @@ fn RunFormView(choices: FormChoices) -> impl IntoView {
                             let on = event_target_checked(&ev);
                             evaluating.set(on);
                             if !on {
-                                form.update(|f| { f.draft_name.clear(); f.draft_revision.clear(); });
+                                form.update(|f| { f.draft_name.clear(); f.draft_revision.clear(); f.draft_trained_on = None; });
                             }
                         }/>
                     "Evaluate a draft: the endpoints serve the target with the draft, and the run measures its acceptance"
@@ -129,10 +129,24 @@ fn RunFormView(choices: FormChoices) -> impl IntoView {
                     <div class="row">
                         <Field form label="Draft name" name="draft_name" get=|f| &f.draft_name set=|f, v| f.draft_name = v hint="eagle3-qwen3-8b"/>
                         <Field form label="Revision" name="draft_revision" get=|f| &f.draft_revision set=|f, v| f.draft_revision = v hint="step-4000 (optional)"/>
+                        <label>
+                            "Trained on export"
+                            <select name="draft_trained_on" on:change=move |ev| {
+                                let id = event_target_value(&ev).parse::<i64>().ok();
+                                form.update(|f| f.draft_trained_on = id);
+                            }>
+                                <option value="">"none recorded (a starting draft)"</option>
+                                {exports.get_value().into_iter().map(|e| {
+                                    let id = e.id;
+                                    view! { <option value=id selected=move || form.with(|f| f.draft_trained_on == Some(id))>{format!("export #{id}")}</option> }
+                                }).collect_view()}
+                            </select>
+                        </label>
                     </div>
                     <p class="muted small">
                         "Start vLLM with --speculative-config naming the draft and --per-request-spec-decode-metrics summary; "
-                        "the run checks both before it starts. Send an earlier run's prompts to compare drafts prompt by prompt."
+                        "the run checks both before it starts. Send an earlier run's prompts to compare drafts prompt by prompt. "
+                        "The export the revision was trained on puts it in the loop's lineage (Acceptance → The loop)."
                     </p>
                 </Show>
             </section>

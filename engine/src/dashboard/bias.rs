@@ -1,6 +1,6 @@
 //! Selection bias: a run that loses its long reasoning traces, or one category, trains a draft
-//! model on a skewed set. Shows outcomes by completion length, prompt length and category, and
-//! warns where a group fails far more often than the run as a whole.
+//! model on a skewed set. Shows outcomes by completion length, reasoning length, prompt length
+//! and category, and warns where a group fails far more often than the run as a whole.
 
 use domain::{
     dashboard::{BandRow, BiasReport, CategoryRow, StateCounts},
@@ -10,6 +10,8 @@ use sqlx::PgPool;
 
 /// Lower bounds of the completion-token bands (the last band is open).
 pub const COMPLETION_BANDS: [i64; 6] = [0, 256, 1024, 2048, 4096, 8192];
+/// Lower bounds of the reasoning-token bands: the first holds samples without reasoning.
+pub const REASONING_BANDS: [i64; 6] = [0, 1, 256, 1024, 4096, 8192];
 /// Lower bounds of the prompt-length bands, in characters.
 pub const PROMPT_BANDS: [i64; 5] = [0, 200, 1000, 4000, 16000];
 
@@ -28,25 +30,29 @@ pub async fn report(pool: &PgPool, run_id: i64) -> crate::Result<BiasReport> {
                   width_bucket(COALESCE(s.completion_tokens,
                       (COALESCE(length(s.reasoning), 0) + COALESCE(length(s.content), 0)) / 4), $2::bigint[]) AS "completion_band!",
                   width_bucket(r.prompt_chars, $3::bigint[]) AS "prompt_band!",
+                  width_bucket(COALESCE(s.reasoning_tokens, length(s.reasoning) / 4, 0), $4::bigint[]) AS "reasoning_band!",
                   COALESCE(r.category, '(none)') AS "category!",
                   count(*) AS "n!"
            FROM samples s JOIN dataset_rows r ON r.id = s.row_id
            WHERE s.run_id = $1 AND s.state NOT IN ('pending', 'running')
-           GROUP BY 1, 2, 3, 4"#,
+           GROUP BY 1, 2, 3, 4, 5"#,
         run_id,
         &COMPLETION_BANDS[..],
-        &PROMPT_BANDS[..]
+        &PROMPT_BANDS[..],
+        &REASONING_BANDS[..]
     )
     .fetch_all(pool)
     .await?;
     let mut completion = vec![StateCounts::default(); COMPLETION_BANDS.len()];
     let mut prompt = vec![StateCounts::default(); PROMPT_BANDS.len()];
+    let mut reasoning = vec![StateCounts::default(); REASONING_BANDS.len()];
     let mut categories: Vec<CategoryRow> = Vec::new();
     let mut all = StateCounts::default();
     for row in rows {
         let band = |b: i32, len: usize| (b.max(1) as usize - 1).min(len - 1);
         completion[band(row.completion_band, COMPLETION_BANDS.len())].add(row.state, row.n);
         prompt[band(row.prompt_band, PROMPT_BANDS.len())].add(row.state, row.n);
+        reasoning[band(row.reasoning_band, REASONING_BANDS.len())].add(row.state, row.n);
         match categories.iter_mut().find(|c| c.category == row.category) {
             Some(c) => c.counts.add(row.state, row.n),
             None => {
@@ -61,10 +67,15 @@ pub async fn report(pool: &PgPool, run_id: i64) -> crate::Result<BiasReport> {
         .sort_by(|a, b| b.counts.finished().cmp(&a.counts.finished()).then(a.category.cmp(&b.category)));
     let completion_bands = bands(&COMPLETION_BANDS, completion, "tokens");
     let prompt_bands = bands(&PROMPT_BANDS, prompt, "characters");
+    let mut reasoning_bands = bands(&REASONING_BANDS, reasoning, "tokens");
+    reasoning_bands[0].label = "no reasoning".into();
     let failure_rate = rate(&all);
     let mut warnings = Vec::new();
     for band in &completion_bands {
         warn_if_skewed(&mut warnings, &format!("Completions of {}", band.label), &band.counts, failure_rate);
+    }
+    for band in reasoning_bands.iter().skip(1) {
+        warn_if_skewed(&mut warnings, &format!("Reasoning of {}", band.label), &band.counts, failure_rate);
     }
     for band in &prompt_bands {
         warn_if_skewed(&mut warnings, &format!("Prompts of {}", band.label), &band.counts, failure_rate);
@@ -72,7 +83,7 @@ pub async fn report(pool: &PgPool, run_id: i64) -> crate::Result<BiasReport> {
     for c in &categories {
         warn_if_skewed(&mut warnings, &format!("Category `{}`", c.category), &c.counts, failure_rate);
     }
-    Ok(BiasReport { failure_rate, completion_bands, prompt_bands, categories, warnings })
+    Ok(BiasReport { failure_rate, completion_bands, reasoning_bands, prompt_bands, categories, warnings })
 }
 
 fn rate(counts: &StateCounts) -> f64 {

@@ -45,11 +45,23 @@ pub async fn list(pool: &PgPool, limit: i64) -> Result<Vec<ExportRecord>> {
 
 /// The newest `limit` exports as the pages and the API list them.
 pub async fn items(pool: &PgPool, limit: i64) -> Result<Vec<ExportItem>> {
-    Ok(list(pool, limit).await?.into_iter().map(item).collect())
+    let mut items: Vec<ExportItem> = list(pool, limit).await?.into_iter().map(item).collect();
+    with_trained(pool, &mut items).await?;
+    Ok(items)
+}
+
+/// Fills in the drafts trained on each export, with their evaluations, in one query.
+pub async fn with_trained(pool: &PgPool, items: &mut [ExportItem]) -> Result<()> {
+    let ids: Vec<i64> = items.iter().map(|e| e.id).collect();
+    let mut trained = crate::acceptance::lineage::trained_on_exports(pool, &ids).await?;
+    for e in items {
+        e.trained = trained.remove(&e.id).unwrap_or_default();
+    }
+    Ok(())
 }
 
 /// One past export as the pages and the API list it: its spec in one line, progress, and from
-/// the manifest its counts and files.
+/// the manifest its counts and files (the drafts trained on it: `with_trained`).
 pub fn item(record: ExportRecord) -> ExportItem {
     use super::manifest::Manifest;
     let spec: Option<ExportSpec> = domain::stored::from_stored(record.spec).ok();
@@ -98,6 +110,7 @@ pub fn item(record: ExportRecord) -> ExportItem {
         counts,
         files,
         error: record.error,
+        trained: Vec::new(),
     }
 }
 

@@ -5,7 +5,7 @@ use super::{
     availability::Verdict,
     backoff, chunking,
     classify::{self, AfterFailure},
-    conversation::{self, Turn},
+    conversation::{self, CallsFit, Turn},
     driver::Slot,
     endpoint::Endpoint,
     queue::{self, Claimed, Next, Output, TryRecord},
@@ -139,11 +139,19 @@ impl Attempt<'_> {
                         found_flags.push(auto_flags::TOOL_RESULT_MISMATCH);
                         break;
                     }
-                    let (messages, matches) = step.answering(regenerated);
-                    if !matches {
-                        found_flags.push(auto_flags::TOOL_RESULT_MISMATCH);
+                    let (messages, fit) = step.answering(regenerated);
+                    match fit {
+                        CallsFit::Same => {}
+                        CallsFit::OtherCalls => found_flags.push(auto_flags::TOOL_RESULT_MISMATCH),
+                        CallsFit::OtherArguments => found_flags.push(auto_flags::TOOL_ARGUMENTS_CHANGED),
                     }
                     messages
+                }
+                Some(regenerated) if !regenerated.is_empty() => {
+                    // The regenerated turn called tools where the source answered in text: the
+                    // next user turn follows calls that no result answers.
+                    found_flags.push(auto_flags::UNANSWERED_TOOL_CALL);
+                    step.messages
                 }
                 _ => step.messages,
             };
@@ -153,6 +161,7 @@ impl Attempt<'_> {
             let call = ChatCall {
                 idle_timeout: Duration::from_secs(settings.idle_timeout_secs.into()),
                 deadline: settings.deadline_secs.map(|s| Duration::from_secs(s.into())),
+                reasoning_end: self.endpoint.reasoning_end(&settings.model).await,
             };
             let sent = self.endpoint.sending();
             let result = tokio::select! {

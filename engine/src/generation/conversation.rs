@@ -58,11 +58,8 @@ impl Step {
     }
 
     /// The tool results with their `tool_call_id` moved from the source's calls to the
-    /// regenerated turn's (by position), and whether the regenerated calls still match the
-    /// source's: the same functions, in the same order.
-    pub fn answering(&self, regenerated: &[ToolCall]) -> (Vec<ChatMessage>, bool) {
-        let matches = regenerated.len() == self.answers.len()
-            && regenerated.iter().zip(&self.answers).all(|(a, b)| a.function.name == b.function.name);
+    /// regenerated turn's (by position), and how the regenerated calls fit the source's.
+    pub fn answering(&self, regenerated: &[ToolCall]) -> (Vec<ChatMessage>, CallsFit) {
         let messages = self
             .messages
             .iter()
@@ -74,12 +71,44 @@ impl Step {
                 ChatMessage { tool_call_id: moved.or_else(|| m.tool_call_id.clone()), ..m.clone() }
             })
             .collect();
-        (messages, matches)
+        (messages, CallsFit::of(regenerated, &self.answers))
     }
 
     /// Whether the step starts by answering the previous turn's calls.
     pub fn has_tool_results(&self) -> bool {
         self.messages.first().is_some_and(|m| m.role == "tool")
+    }
+}
+
+/// How a regenerated turn's calls fit the source's calls, whose results come next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallsFit {
+    /// The same functions in the same order, with the same arguments (as JSON values: key
+    /// order and spacing aside): the source's results answer them.
+    Same,
+    /// Other functions, or another number of calls: the results answer calls never made.
+    OtherCalls,
+    /// The same functions with other arguments: each result answers a question the call no
+    /// longer asks (`get_weather(Rome)` answered with Paris's weather).
+    OtherArguments,
+}
+
+impl CallsFit {
+    pub fn of(regenerated: &[ToolCall], source: &[ToolCall]) -> Self {
+        let same_functions = regenerated.len() == source.len()
+            && regenerated.iter().zip(source).all(|(a, b)| a.function.name == b.function.name);
+        if !same_functions {
+            return CallsFit::OtherCalls;
+        }
+        let arguments = |call: &ToolCall| {
+            serde_json::from_str::<serde_json::Value>(&call.function.arguments)
+                .unwrap_or_else(|_| serde_json::Value::String(call.function.arguments.trim().to_string()))
+        };
+        if regenerated.iter().zip(source).all(|(a, b)| arguments(a) == arguments(b)) {
+            CallsFit::Same
+        } else {
+            CallsFit::OtherArguments
+        }
     }
 }
 
@@ -232,16 +261,33 @@ mod tests {
         assert_eq!(results.answers.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), ["s1", "s2"]);
         let regenerated =
             [ToolCall::new("g1", "get_weather", "{}"), ToolCall::new("g2", "get_weather", "{}")];
-        let (sent, matches) = results.answering(&regenerated);
-        assert!(matches);
+        let (sent, fit) = results.answering(&regenerated);
+        assert_eq!(fit, CallsFit::OtherArguments, "the source asked for Paris and Rome");
         assert_eq!(
             sent.iter().map(|m| m.tool_call_id.as_deref()).collect::<Vec<_>>(),
             [Some("g1"), Some("g2")]
         );
         assert_eq!(contents(&sent), ["18 C", "24 C"]);
         // Another function, or fewer calls: the source's results no longer fit.
-        assert!(!results.answering(&[ToolCall::new("g1", "get_time", "{}"), regenerated[1].clone()]).1);
-        assert!(!results.answering(&regenerated[..1]).1);
+        let other = [ToolCall::new("g1", "get_time", "{}"), regenerated[1].clone()];
+        assert_eq!(results.answering(&other).1, CallsFit::OtherCalls);
+        assert_eq!(results.answering(&regenerated[..1]).1, CallsFit::OtherCalls);
+        // The same calls, keys in another order and spaced differently: they fit.
+        let same = [
+            ToolCall::new("g1", "get_weather", "{ \"city\": \"Paris\" }"),
+            ToolCall::new("g2", "get_weather", "{\"city\":\"Rome\"}"),
+        ];
+        assert_eq!(results.answering(&same).1, CallsFit::Same);
+    }
+
+    #[test]
+    fn arguments_compare_as_json_values() {
+        let call = |args: &str| [ToolCall::new("x", "f", args)];
+        assert_eq!(CallsFit::of(&call(r#"{"a":1,"b":[2]}"#), &call(r#"{"b": [2], "a": 1}"#)), CallsFit::Same);
+        assert_eq!(CallsFit::of(&call(r#"{"a":1}"#), &call(r#"{"a":2}"#)), CallsFit::OtherArguments);
+        // Text that is not JSON compares as text.
+        assert_eq!(CallsFit::of(&call("not json"), &call(" not json ")), CallsFit::Same);
+        assert_eq!(CallsFit::of(&call("not json"), &call("{}")), CallsFit::OtherArguments);
     }
 
     #[test]

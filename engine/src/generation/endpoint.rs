@@ -47,6 +47,9 @@ use uuid::Uuid;
 /// runs start from the limit the last one left.
 pub const ADAPTIVE_START: u32 = 64;
 
+/// The text that ends a reasoning span for vLLM's `deepseek_r1` and `qwen3` reasoning parsers.
+const REASONING_END: &str = "</think>";
+
 /// Ticks between two scrapes of `/metrics` while no adaptive controller reads the server: the
 /// live view and the chunk size need no more. vLLM renders every metric it has (about 50 KB,
 /// 9 ms of its API process on the real CPU server) on each scrape; where the server shares the
@@ -136,6 +139,9 @@ struct Inner {
     ttfts: Vec<f64>,
     /// How fast requests generate, from the chunks of this endpoint's streams.
     pace: Pace,
+    /// By model: the id of the token that ends the reasoning (`</think>`), as the server's
+    /// `/tokenize` gave it; `None` where it is not one token.
+    reasoning_end: HashMap<String, Option<u32>>,
 }
 
 pub(crate) struct Endpoint {
@@ -206,6 +212,18 @@ impl Endpoint {
         inner.next_member += 1;
         inner.members.insert(id, member);
         Membership { endpoint: self.clone(), id }
+    }
+
+    /// The id of the token that ends the model's reasoning, asked of the server once per model
+    /// (a failed ask is asked again next time): it splits a streamed chunk where the reasoning
+    /// ends inside it (`vllm::span_counts`).
+    pub async fn reasoning_end(&self, model: &str) -> Option<u32> {
+        if let Some(known) = self.inner.lock().expect("endpoint state").reasoning_end.get(model) {
+            return *known;
+        }
+        let asked = self.client.single_token(model, REASONING_END).await.ok()?;
+        self.inner.lock().expect("endpoint state").reasoning_end.insert(model.to_string(), asked);
+        asked
     }
 
     pub fn has_members(&self) -> bool {

@@ -12,7 +12,8 @@
 //!   chunk carries).
 //! - `controller`: the adaptive concurrency rule; `spec_window` the draft's acceptance over the
 //!   last minute, read beside the load.
-//! - `runs`: creating, pausing, resuming, cancelling and re-queueing runs.
+//!
+//! A run's own life (created, paused, completed, retried) is `crate::runs`.
 
 mod attempt;
 mod availability;
@@ -26,13 +27,13 @@ mod driver;
 mod endpoint;
 mod held;
 pub use crate::samples::queue;
-pub mod runs;
 mod spec_window;
 pub use crate::samples::token_ids;
 mod worker;
 mod write_back;
 
 pub use controller::{Controller, Decision, Observation, ServerSignals};
+pub use endpoint::ADAPTIVE_START;
 pub use worker::{Worker, WorkerOptions};
 
 use crate::metrics::EngineMetrics;

@@ -54,6 +54,8 @@ fn order(sort: SortKey) -> (&'static str, &'static str) {
         SortKey::Newest => ("s.id", "DESC"),
         SortKey::LongestCompletion => ("COALESCE(s.completion_tokens, -1)", "DESC"),
         SortKey::ShortestCompletion => ("COALESCE(s.completion_tokens, -1)", "ASC"),
+        // samples_reasoning_order_idx
+        SortKey::LongestReasoning => ("COALESCE(s.reasoning_tokens, -1)", "DESC"),
         SortKey::Slowest => ("COALESCE(s.duration_ms, -1)", "DESC"),
         // Samples without a figure sort last either way (samples_acceptance_low/high_idx).
         SortKey::LowestAcceptance => ("COALESCE(s.acceptance_milli, 2147483647)", "ASC"),

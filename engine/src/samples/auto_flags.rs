@@ -13,6 +13,12 @@ pub const REPETITION: &str = "repetition";
 pub const THINK_MARKERS: &str = "think_markers";
 /// A regenerated turn whose calls the source's next tool results no longer answer.
 pub const TOOL_RESULT_MISMATCH: &str = "tool_result_mismatch";
+/// A regenerated call to the same function with other arguments, answered by the source's
+/// result for the old ones.
+pub const TOOL_ARGUMENTS_CHANGED: &str = "tool_arguments_changed";
+/// A regenerated turn that calls tools where the source answered in text: the next user turn
+/// follows calls no result answers.
+pub const UNANSWERED_TOOL_CALL: &str = "unanswered_tool_call";
 
 /// The automatic flags for a finished try. Pending or running samples get none. An answer that
 /// calls a tool (`calls_tools`) is not empty for want of text.

@@ -14,7 +14,7 @@
 //! on a set of samples; `tally` keeps the counts along the review facets that triggers append
 //! as samples move, folded now and then.
 //!
-//! Callers (generation workers, `generation::runs`, `review::*`) check permissions and explain
+//! Callers (generation workers, `runs`, `review::*`) check permissions and explain
 //! refusals; the statements here are the only ones that move a sample. The rule they keep
 //! together: a decision exists only on a finished sample (the database checks it,
 //! `samples_decided_only_when_finished`), and a finished sample leaves that state only through

@@ -198,6 +198,7 @@ pub enum Progress {
 pub(crate) async fn read_stream(
     response: reqwest::Response,
     limits: Limits,
+    reasoning_end: Option<u32>,
     mut on_progress: impl FnMut(Progress),
 ) -> Result<Completion, Failure> {
     let mut events = response.bytes_stream().eventsource();
@@ -213,7 +214,7 @@ pub(crate) async fn read_stream(
     let mut ids_complete = true;
     let mut spec_decode = SpecReport::NotReported;
     let mut calls = CallAssembler::default();
-    let mut spans = SpanCounter::default();
+    let mut spans = SpanCounter::new(reasoning_end);
     loop {
         let event = match limits.wait(events.next()).await {
             Err(kind) => return Err(limits.timeout_failure(kind, partial)),
@@ -260,8 +261,9 @@ pub(crate) async fn read_stream(
             for call in &choice.delta.tool_calls {
                 calls.add(call);
             }
-            let new_ids = choice.token_ids.as_deref().map_or(0, <[u32]>::len);
-            spans.chunk(&choice.delta, new_ids);
+            let chunk_ids = choice.token_ids.as_deref().unwrap_or_default();
+            let new_ids = chunk_ids.len();
+            spans.chunk(&choice.delta, chunk_ids);
             match &choice.token_ids {
                 Some(ids) => completion_ids.extend_from_slice(ids),
                 // A chunk that carries text but no ids: the record would have a gap.
@@ -310,9 +312,7 @@ pub(crate) async fn read_stream(
             usage: partial.usage,
             ttft: partial.ttft,
             duration: limits.started.elapsed(),
-            span_counts: (ids_complete && !completion_ids.is_empty())
-                .then(|| spans.finish(partial.usage.and_then(|u| u.reasoning_tokens)))
-                .flatten(),
+            span_counts: (ids_complete && !completion_ids.is_empty()).then(|| spans.finish()).flatten(),
             tokens: prompt_ids
                 .filter(|_| ids_complete)
                 .map(|prompt| TokenIds { prompt, completion: completion_ids }),

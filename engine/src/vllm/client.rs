@@ -15,6 +15,10 @@ pub struct ChatCall {
     /// Cut only when nothing arrives for this long; a long generation is never cut for length.
     pub idle_timeout: Duration,
     pub deadline: Option<Duration>,
+    /// The id of the token that ends the reasoning (`</think>`, as the server's `/tokenize`
+    /// gives it): where the reasoning ends inside a streamed chunk, it splits the chunk's ids
+    /// between the reasoning and the answer. Without it such a completion has no span counts.
+    pub reasoning_end: Option<u32>,
 }
 
 /// One vLLM server. Cheap to clone; clones share the connection pool.
@@ -102,7 +106,32 @@ impl VllmClient {
                 Partial::default(),
             ));
         }
-        read_stream(response, limits, on_progress).await
+        read_stream(response, limits, call.reasoning_end, on_progress).await
+    }
+
+    /// The one token id `text` encodes to, by the model's tokenizer (`POST /tokenize`, no
+    /// special tokens added); `None` when it takes several tokens or none.
+    pub async fn single_token(&self, model: &str, text: &str) -> Result<Option<u32>, String> {
+        #[derive(serde::Deserialize)]
+        struct Tokens {
+            tokens: Vec<u32>,
+        }
+        let body = serde_json::json!({"model": model, "prompt": text, "add_special_tokens": false});
+        let response = self
+            .request(reqwest::Method::POST, "/tokenize")
+            .json(&body)
+            .timeout(Duration::from_secs(30))
+            .send()
+            .await
+            .map_err(|e| describe(&e))?;
+        if !response.status().is_success() {
+            return Err(format!("/tokenize answered HTTP {}", response.status().as_u16()));
+        }
+        let tokens: Tokens = response.json().await.map_err(|e| format!("/tokenize answered {e}"))?;
+        Ok(match tokens.tokens.as_slice() {
+            [one] => Some(*one),
+            _ => None,
+        })
     }
 
     /// `GET /v1/models`.
@@ -283,7 +312,7 @@ mod tests {
             stream_options: crate::vllm::StreamOptions { include_usage: true },
             return_token_ids: true,
         };
-        let call = ChatCall { idle_timeout: Duration::from_secs(5), deadline: None };
+        let call = ChatCall { idle_timeout: Duration::from_secs(5), deadline: None, reasoning_end: None };
         let mut told = Vec::new();
         let completion = client.chat_observed(&request, call, |p| told.push(p)).await.unwrap();
         let ttft = completion.ttft.unwrap();

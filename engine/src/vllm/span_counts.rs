@@ -13,11 +13,13 @@
 //!   token, a piece of a UTF-8 character). A call's opening `<tool_call>` is thus counted with the
 //!   text before it: one token, named in docs/review.md.
 //!
-//! A chunk whose text goes to two spans at once (several tokens per chunk, as a draft's accepted
-//! tokens arrive) cannot be split without the tokenizer. Where the reasoning ends inside such a
-//! chunk, the server's reasoning figure is taken if the ids bound it (at least one of the chunk's
-//! tokens on each side); otherwise, or for any other straddling chunk, the completion has no
-//! counts rather than guessed ones.
+//! A chunk whose text goes to two spans at once (several tokens per chunk, as `stream_interval`
+//! and a draft's accepted tokens send them) is split at the token that ends the reasoning
+//! (`</think>`, whose id the caller asks the server's `/tokenize` for): the ids through it are
+//! reasoning, the rest the span that follows. The server's reasoning figure never stands in (it
+//! was 0 on samples full of reasoning); where the split cannot be read from the ids (no such id
+//! known or in the chunk, or text of two other spans in one chunk), the completion has no counts
+//! rather than guessed ones.
 
 use super::wire::Delta;
 
@@ -55,25 +57,22 @@ pub(crate) struct SpanCounter {
     /// Ids seen before any text.
     leading: u32,
     last: Option<Span>,
-    straddle: Straddle,
-}
-
-/// A chunk whose text went to two spans.
-#[derive(Debug, Default)]
-enum Straddle {
-    #[default]
-    None,
-    /// The reasoning ended inside a chunk of `ids` ids: `before` reasoning ids came before it,
-    /// and `then` followed.
-    EndOfReasoning { before: u32, ids: u32, then: Span },
-    /// Any other, or a second one: the split is unknown.
-    Unknown,
+    /// The id of the token that ends the reasoning, when known.
+    reasoning_end: Option<u32>,
+    /// The reasoning has ended inside a chunk already.
+    reasoning_ended: bool,
+    /// A chunk's split could not be read from its ids.
+    unknown: bool,
 }
 
 impl SpanCounter {
-    /// One chunk's delta and the number of ids it carried.
-    pub fn chunk(&mut self, delta: &Delta<'_>, ids: usize) {
-        let ids = u32::try_from(ids).unwrap_or(u32::MAX);
+    pub fn new(reasoning_end: Option<u32>) -> Self {
+        Self { reasoning_end, ..Self::default() }
+    }
+
+    /// One chunk's delta and the ids it carried.
+    pub fn chunk(&mut self, delta: &Delta<'_>, ids: &[u32]) {
+        let count = u32::try_from(ids.len()).unwrap_or(u32::MAX);
         let spans = [
             (delta.reasoning_text().is_some_and(|t| !t.is_empty()), Span::Reasoning),
             (delta.content_text().is_some_and(|t| !t.is_empty()), Span::Answer),
@@ -81,40 +80,37 @@ impl SpanCounter {
         ];
         let mut written = spans.iter().filter(|(wrote, _)| *wrote).map(|&(_, span)| span);
         match (written.next(), written.next(), written.next()) {
-            (Some(Span::Reasoning), Some(then), None) if matches!(self.straddle, Straddle::None) => {
-                let before = self.counts.reasoning + std::mem::take(&mut self.leading);
-                self.counts.reasoning = before;
-                self.straddle = Straddle::EndOfReasoning { before, ids, then };
+            (Some(Span::Reasoning), Some(then), None) if !self.reasoning_ended => {
+                // The reasoning ends inside this chunk: at its end token, which is reasoning.
+                let Some(end) = self.reasoning_end.and_then(|id| ids.iter().position(|&x| x == id)) else {
+                    self.unknown = true;
+                    return;
+                };
+                let through = end as u32 + 1;
+                let leading = std::mem::take(&mut self.leading);
+                self.add(Span::Reasoning, leading + through);
+                self.add(then, count - through);
                 self.last = Some(then);
+                self.reasoning_ended = true;
             }
-            (Some(_), Some(_), _) => self.straddle = Straddle::Unknown,
-            (Some(Span::Reasoning), None, _) if matches!(self.straddle, Straddle::EndOfReasoning { .. }) => {
-                self.straddle = Straddle::Unknown; // reasoning again after it ended
-            }
+            (Some(_), Some(_), _) => self.unknown = true,
             (Some(span), None, _) => {
                 let leading = std::mem::take(&mut self.leading);
-                self.add(span, ids + leading);
+                self.add(span, count + leading);
                 self.last = Some(span);
             }
             (None, _, _) => match self.last {
-                Some(span) => self.add(span, ids),
-                None => self.leading += ids,
+                Some(span) => self.add(span, count),
+                None => self.leading += count,
             },
         }
     }
 
-    /// The counts, unless a chunk made the split unknown; `server_reasoning` is the server's
-    /// figure, used only inside the bounds a straddling chunk sets. Ids with no text at all (a
+    /// The counts, unless a chunk's split could not be read. Ids with no text at all (a
     /// completion of only an end-of-turn token) are its answer.
-    pub fn finish(mut self, server_reasoning: Option<u32>) -> Option<SpanCounts> {
-        match self.straddle {
-            Straddle::None => {}
-            Straddle::EndOfReasoning { before, ids, then } => {
-                let reasoning = server_reasoning.filter(|r| (before + 1..before + ids).contains(r))?;
-                self.counts.reasoning = reasoning;
-                self.add(then, before + ids - reasoning);
-            }
-            Straddle::Unknown => return None,
+    pub fn finish(self) -> Option<SpanCounts> {
+        if self.unknown {
+            return None;
         }
         let mut counts = self.counts;
         counts.answer += self.leading;
@@ -135,23 +131,27 @@ impl SpanCounter {
 mod tests {
     use super::*;
 
+    /// The id of `</think>` in these tests; every other token is 1.
+    const END: u32 = 9;
+
     fn count(chunks: &[(&str, usize)]) -> Option<SpanCounts> {
-        count_with(chunks, None)
+        count_ids(&chunks.iter().map(|&(delta, n)| (delta, vec![1; n])).collect::<Vec<_>>(), Some(END))
     }
 
-    fn count_with(chunks: &[(&str, usize)], server_reasoning: Option<u32>) -> Option<SpanCounts> {
-        let mut counter = SpanCounter::default();
+    fn count_ids(chunks: &[(&str, Vec<u32>)], reasoning_end: Option<u32>) -> Option<SpanCounts> {
+        let mut counter = SpanCounter::new(reasoning_end);
         for (delta, ids) in chunks {
             let delta: Delta<'_> = serde_json::from_str(delta).unwrap();
-            counter.chunk(&delta, *ids);
+            counter.chunk(&delta, ids);
         }
-        counter.finish(server_reasoning)
+        counter.finish()
     }
 
     const THINK: &str = r#"{"reasoning":"Let me think"}"#;
     const ANSWER: &str = r#"{"content":"42"}"#;
     const NOTHING: &str = r#"{}"#;
     const CALL: &str = r#"{"tool_calls":[{"index":0,"function":{"arguments":"{\"q\""}}]}"#;
+    const BOTH: &str = r#"{"reasoning":"so","content":"42"}"#;
 
     #[test]
     fn markers_belong_to_the_span_they_open_or_close() {
@@ -183,30 +183,34 @@ mod tests {
     }
 
     #[test]
-    fn a_chunk_across_the_end_of_reasoning_takes_the_servers_figure_within_its_bounds() {
-        let both = r#"{"reasoning":"so","content":"42"}"#;
-        let chunks = [(THINK, 3), (both, 4), (ANSWER, 1), (NOTHING, 1)];
-        // 3 before the chunk; 1 to 3 of its 4 ids are reasoning.
+    fn a_chunk_across_the_end_of_reasoning_splits_at_its_end_token() {
+        // Three reasoning ids, then a chunk of "so", </think>, "\n\n", "42"; then the answer.
+        let chunks =
+            [(THINK, vec![1, 1, 1]), (BOTH, vec![1, END, 1, 1]), (ANSWER, vec![1]), (NOTHING, vec![1])];
         assert_eq!(
-            count_with(&chunks, Some(5)).unwrap(),
+            count_ids(&chunks, Some(END)).unwrap(),
             SpanCounts { reasoning: 5, answer: 4, tool_calls: 0 }
         );
+        // <think> before any text, then the whole reasoning and its end in one chunk with a call.
+        let call_after = r#"{"reasoning":"so","tool_calls":[{"index":0,"function":{"name":"f"}}]}"#;
+        let chunks = [(NOTHING, vec![1]), (call_after, vec![1, 1, END, 1, 1, 1])];
         assert_eq!(
-            count_with(&chunks, Some(4)).unwrap(),
-            SpanCounts { reasoning: 4, answer: 5, tool_calls: 0 }
+            count_ids(&chunks, Some(END)).unwrap(),
+            SpanCounts { reasoning: 4, answer: 0, tool_calls: 3 }
         );
-        // vLLM's 0, or a figure the ids rule out, or none: unknown.
-        for figure in [Some(0), Some(3), Some(7), None] {
-            assert_eq!(count_with(&chunks, figure), None, "{figure:?}");
-        }
+        // No end token known, or none in the chunk: unknown, never guessed.
+        let chunks = [(THINK, vec![1, 1, 1]), (BOTH, vec![1, END, 1, 1])];
+        assert_eq!(count_ids(&chunks, None), None);
+        assert_eq!(count_ids(&[(BOTH, vec![1, 1, 1])], Some(END)), None);
     }
 
     #[test]
     fn other_straddling_chunks_leave_the_split_unknown() {
         let answer_and_call = r#"{"content":"ok","tool_calls":[{"index":0,"function":{"name":"f"}}]}"#;
-        assert_eq!(count_with(&[(ANSWER, 2), (answer_and_call, 3)], Some(0)), None);
-        let both = r#"{"reasoning":"so","content":"42"}"#;
-        assert_eq!(count_with(&[(both, 2), (THINK, 1), (both, 2)], Some(2)), None);
+        assert_eq!(count(&[(ANSWER, 2), (answer_and_call, 3)]), None);
+        // Reasoning again after it ended, across another end token: not a parser's output.
+        let chunks = [(BOTH, vec![END, 1]), (THINK, vec![1]), (BOTH, vec![END, 1])];
+        assert_eq!(count_ids(&chunks, Some(END)), None);
     }
 
     #[test]

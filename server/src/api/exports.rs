@@ -94,7 +94,9 @@ pub async fn list(
 ) -> ApiResult<ExportsPage> {
     let records = engine::export::store::list(&state.services.pool, LISTED).await?;
     let (records, next) = query.by_id(records, |r| r.id)?;
-    Ok(Json(ExportsPage { items: records.into_iter().map(item).collect(), next }))
+    let mut items: Vec<ExportItem> = records.into_iter().map(item).collect();
+    engine::export::store::with_trained(&state.services.pool, &mut items).await?;
+    Ok(Json(ExportsPage { items, next }))
 }
 
 /// An export's status with its progress (`rows_done` of `rows_total`), counts and files.
@@ -107,7 +109,11 @@ pub async fn get(
     _: Engineer,
     ApiPath(id): ApiPath<i64>,
 ) -> ApiResult<ExportItem> {
-    Ok(Json(item(engine::export::store::get(&state.services.pool, id).await?)))
+    let pool = &state.services.pool;
+    let mut export = [item(engine::export::store::get(pool, id).await?)];
+    engine::export::store::with_trained(pool, &mut export).await?;
+    let [export] = export;
+    Ok(Json(export))
 }
 
 /// The files of an export (empty until it completes).

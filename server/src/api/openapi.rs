@@ -28,6 +28,7 @@ pub const PAGE_PATH: &str = "/api/v1/docs";
         endpoints::list, endpoints::create, endpoints::check, endpoints::delete,
         datasets::list, datasets::get, datasets::rows, datasets::import, datasets::upload,
         acceptance::run, acceptance::evaluations, acceptance::compare, acceptance::quotas,
+        acceptance::register_draft, acceptance::drafts, acceptance::export_drafts, acceptance::lineage_loop,
     ),
     components(schemas(error::ErrorBody, error::ErrorDetail)),
     modifiers(&BearerAuth),

@@ -9,7 +9,7 @@ use super::{
 use crate::state::AppState;
 use axum::{extract::State, response::Response, Json};
 use domain::{generation::SampleState, run_form::RunForm, Viewer};
-use engine::generation::runs::{self, Control};
+use engine::runs::{self, Control};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -131,6 +131,7 @@ pub async fn create(
             selection: parsed.selection,
             settings: parsed.settings,
             draft: parsed.draft,
+            trained_on: parsed.trained_on,
         },
         viewer.id,
     )

@@ -103,6 +103,89 @@ pub fn comparison_text(c: &Value) -> String {
     out
 }
 
+/// One line per registered revision: the draft and the export it was trained on.
+pub fn drafts_text(drafts: &Value) -> String {
+    let mut out = String::new();
+    for d in drafts.as_array().into_iter().flatten() {
+        let name = match (d["draft"]["name"].as_str(), d["draft"]["revision"].as_str()) {
+            (Some(name), Some(rev)) if !rev.is_empty() => format!("{name}@{rev}"),
+            (name, _) => name.unwrap_or("?").to_string(),
+        };
+        let trained = match d["trained_on"].as_object() {
+            Some(t) => format!(
+                "trained on export {} ({} training rows): {}",
+                t["export_id"],
+                t["train_rows"].as_u64().map_or("?".to_string(), |n| n.to_string()),
+                t["selection"].as_str().unwrap_or("?")
+            ),
+            None => "no export recorded (a starting draft, or trained elsewhere)".to_string(),
+        };
+        let _ = writeln!(out, "{name}  {trained}");
+    }
+    if out.is_empty() {
+        out.push_str("no draft revision registered\n");
+    }
+    out
+}
+
+/// The loop as lines: per revision, its export, its acceptance overall and per category, and
+/// its change from the revision before.
+pub fn loop_text(table: &Value) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "draft {} on held-out dataset {} ({})",
+        table["draft"].as_str().unwrap_or("?"),
+        table["dataset_id"],
+        table["dataset"].as_str().unwrap_or("?")
+    );
+    let categories: Vec<&str> =
+        table["categories"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    let change = |f: &Value| {
+        let difference = f["difference"].as_f64().unwrap_or(f64::NAN);
+        match (f["interval"]["low"].as_f64(), f["interval"]["high"].as_f64()) {
+            (Some(low), Some(high)) => format!("{difference:+.3} (95% {low:+.3} to {high:+.3})"),
+            _ => format!("{difference:+.3}"),
+        }
+    };
+    for step in table["steps"].as_array().into_iter().flatten() {
+        let revision = step["revision"].as_str().filter(|r| !r.is_empty()).unwrap_or("(no revision)");
+        let export = match step["trained_on"].as_object() {
+            Some(t) => format!("export {}: {}", t["export_id"], t["selection"].as_str().unwrap_or("?")),
+            None => "no export (starting draft)".to_string(),
+        };
+        let _ = writeln!(out, "{revision}  ← {export}");
+        let evaluation = &step["evaluation"];
+        if !evaluation.is_object() {
+            let _ = writeln!(out, "  not evaluated on this dataset yet");
+            continue;
+        }
+        let overall = evaluation["overall"]
+            .as_object()
+            .map_or_else(|| "—".to_string(), |_| pooled(&evaluation["overall"]));
+        let step_change = &step["change"];
+        let overall_change = if step_change["overall"].is_object() {
+            format!(
+                "  {} vs {}",
+                change(&step_change["overall"]),
+                step_change["from_revision"].as_str().unwrap_or("?")
+            )
+        } else {
+            String::new()
+        };
+        let _ = writeln!(out, "  run {} overall {overall}{overall_change}", evaluation["run_id"]);
+        for (k, category) in categories.iter().enumerate() {
+            let figure = &evaluation["by_category"][k];
+            let figure = if figure.is_object() { pooled(figure) } else { "—".to_string() };
+            let difference = &step_change["by_category"][k];
+            let difference =
+                if difference.is_object() { format!("  {}", change(difference)) } else { String::new() };
+            let _ = writeln!(out, "    {category:<20} {figure}{difference}");
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,5 +217,28 @@ mod tests {
         assert!(text.contains("B − A -0.500 (95% -0.600 to -0.400) over 40 prompts"), "{text}");
         assert!(text.contains("even: A 3.000 · B 2.000 · B − A -1.000 over 20 prompts"), "{text}");
         assert!(!text.contains("odd"), "{text}");
+    }
+
+    #[test]
+    fn the_loop_reads_as_a_chain() {
+        let step = |revision: &str, export: Option<i64>, length: f64, change: Option<f64>| {
+            json!({
+                "revision": revision,
+                "trained_on": export.map(|id| json!({"export_id": id, "selection": "run 3 · ok", "train_rows": 70})),
+                "evaluation": {"run_id": 9, "name": "e", "overall": {"length": length, "interval": null},
+                               "by_category": [{"length": length, "interval": null}, null]},
+                "change": change.map(|d| json!({"from_revision": "v0", "shared_prompts": 40,
+                    "overall": {"difference": d, "interval": {"low": d - 0.1, "high": d + 0.1}},
+                    "by_category": [{"difference": d, "interval": null}, null]})),
+            })
+        };
+        let table = json!({"draft": "tiny", "dataset_id": 2, "dataset": "held-out", "categories": ["math", "chat"],
+            "steps": [step("v0", None, 1.5, None), step("v1", Some(4), 2.0, Some(0.5))]});
+        let text = loop_text(&table);
+        assert!(text.contains("v0  ← no export (starting draft)"), "{text}");
+        assert!(text.contains("v1  ← export 4: run 3 · ok"), "{text}");
+        assert!(text.contains("overall 2.000  +0.500 (95% +0.400 to +0.600) vs v0"), "{text}");
+        assert!(text.contains("math                 2.000  +0.500"), "{text}");
+        assert!(text.contains("chat                 —"), "{text}");
     }
 }

@@ -31,6 +31,11 @@ fn client(api: &ApiArgs) -> Result<ApiClient, ClientError> {
     ApiClient::new(&api.url, &api.token)
 }
 
+/// A query string, each value escaped.
+fn query(pairs: &[(&str, &str)]) -> String {
+    url::form_urlencoded::Serializer::new(String::new()).extend_pairs(pairs).finish()
+}
+
 fn bad_input(message: impl Into<String>) -> ClientError {
     ClientError::new(exit::BAD_INPUT, message)
 }
@@ -131,6 +136,9 @@ fn start_body(start: &RunStart) -> Result<Value, ClientError> {
         body.insert("draft_name".into(), json!(name.trim()));
         body.insert("draft_revision".into(), json!(revision.trim()));
     }
+    if let Some(export) = start.trained_on {
+        body.insert("draft_trained_on".into(), json!(export));
+    }
     let mut from_source = false;
     if let Some(run) = start.from_run {
         body.insert("selection".into(), json!("run"));
@@ -208,6 +216,44 @@ async fn acceptance_command(command: AcceptanceCommand) -> Result<u8, ClientErro
                 println!("{report:#}");
             } else {
                 print!("{}", super::acceptance::report_text(&report));
+            }
+            Ok(exit::COMPLETED)
+        }
+        AcceptanceCommand::Register { draft, trained_on, api } => {
+            let Some(draft) = domain::lineage::parse_draft(&draft) else {
+                return Err(bad_input(format!("give the draft as NAME or NAME@REVISION, not `{draft}`")));
+            };
+            let body = json!({ "name": draft.name, "revision": draft.revision, "trained_on": trained_on });
+            let _: Value = client(&api)?.post("/drafts", &body).await?;
+            match trained_on {
+                Some(export) => println!("{} trained on export {export}", draft.describe()),
+                None => println!("{} registered", draft.describe()),
+            }
+            Ok(exit::COMPLETED)
+        }
+        AcceptanceCommand::Drafts { name, json, api } => {
+            let path = match &name {
+                Some(name) => format!("/drafts?{}", query(&[("name", name.as_str())])),
+                None => "/drafts".to_string(),
+            };
+            let drafts: Value = client(&api)?.get(&path).await?;
+            if json {
+                println!("{drafts:#}");
+            } else {
+                print!("{}", super::acceptance::drafts_text(&drafts));
+            }
+            Ok(exit::COMPLETED)
+        }
+        AcceptanceCommand::Loop { draft, dataset, json, api } => {
+            let dataset = dataset.map(|d| d.to_string());
+            let mut pairs = vec![("draft", draft.as_str())];
+            pairs.extend(dataset.as_deref().map(|d| ("dataset", d)));
+            let path = format!("/acceptance/loop?{}", query(&pairs));
+            let table: Value = client(&api)?.get(&path).await?;
+            if json {
+                println!("{table:#}");
+            } else {
+                print!("{}", super::acceptance::loop_text(&table));
             }
             Ok(exit::COMPLETED)
         }

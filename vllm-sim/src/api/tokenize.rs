@@ -29,7 +29,7 @@ pub(super) async fn tokenize(State(app): State<Arc<AppState>>, body: Bytes) -> R
         return ApiError::model_not_found(model).render(legacy);
     }
     let tokens: Vec<Token<'_>> = match (&request.prompt, &request.messages) {
-        (Some(text), None) => prompt::text_tokens(text).collect(),
+        (Some(text), None) => prompt::raw_prompt_tokens(text),
         (None, Some(messages)) => {
             let options = TemplateOptions {
                 add_generation_prompt: request.add_generation_prompt.unwrap_or(true),

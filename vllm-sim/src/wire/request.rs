@@ -96,6 +96,12 @@ impl ChatRequest {
         }
     }
 
+    /// Tools offered with `tool_choice` auto, or none given (vLLM's default with tools).
+    pub fn lets_the_model_choose_a_tool(&self) -> bool {
+        self.tools.as_ref().is_some_and(|t| !t.is_empty())
+            && self.tool_choice.as_ref().is_none_or(|c| c.as_str() == Some("auto"))
+    }
+
     /// Thinking is on unless the chat template is told otherwise: `enable_thinking` (Qwen3)
     /// or `thinking` (DeepSeek-V3.1, Kimi-K2, Granite).
     pub fn thinking_enabled(&self) -> bool {

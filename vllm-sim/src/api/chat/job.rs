@@ -65,6 +65,12 @@ impl ChatJob {
             ));
         }
         validate_sampling(&request)?;
+        if config.no_tool_parser && request.lets_the_model_choose_a_tool() {
+            return Err(ApiError::bad_request(
+                "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set",
+                None,
+            ));
+        }
         if let Some(model) = request.model.as_deref().filter(|&model| model != config.model) {
             return Err(ApiError::model_not_found(model));
         }
@@ -142,17 +148,27 @@ impl ChatJob {
     /// Appends the text of completion tokens `range`, reasoning and answer separately.
     pub fn write_text(&self, range: Range<u32>, reasoning: &mut String, answer: &mut String) {
         let split = self.reasoning_tokens;
-        self.text.write(Part::Reasoning, range.start.min(split)..range.end.min(split), reasoning);
+        let worded = split - u32::from(self.ends_reasoning());
+        self.text.write(Part::Reasoning, range.start.min(worded)..range.end.min(worded), reasoning);
         self.text.write(Part::Answer, range.start.max(split) - split..range.end.max(split) - split, answer);
     }
 
-    /// The ids of completion tokens `range` (each generated piece is one token).
+    /// Whether the reasoning ends inside this completion: its last token is then `</think>`,
+    /// which has no text in the streamed message (as vLLM's reasoning parsers strip it).
+    fn ends_reasoning(&self) -> bool {
+        self.reasoning_tokens > 0 && self.sequence.max_new_tokens > self.reasoning_tokens
+    }
+
+    /// The ids of completion tokens `range` (each generated piece is one token; the reasoning's
+    /// end is `</think>`).
     pub fn token_ids(&self, range: Range<u32>, into: &mut Vec<u32>) {
         let (mut reasoning, mut answer) = (String::new(), String::new());
-        self.write_text(range, &mut reasoning, &mut answer);
-        into.extend(
-            crate::prompt::text_tokens(&reasoning).chain(crate::prompt::text_tokens(&answer)).map(|t| t.id),
-        );
+        self.write_text(range.clone(), &mut reasoning, &mut answer);
+        into.extend(crate::prompt::text_tokens(&reasoning).map(|t| t.id));
+        if self.ends_reasoning() && range.contains(&(self.reasoning_tokens - 1)) {
+            into.push(crate::prompt::think_end().id);
+        }
+        into.extend(crate::prompt::text_tokens(&answer).map(|t| t.id));
     }
 
     /// The finish reason of the completed sequence: `tool_calls` when a call ended naturally.

@@ -1,6 +1,7 @@
-//! A run's status, one guarded statement per transition. `generation::runs` creates runs and
-//! makes retry passes, the workers complete them, reviewers reopen them by regenerating a
-//! sample; each goes through here.
+//! A run's life, in one place: it is created with its prompts (`create`, after `checks` asked
+//! the endpoints whether they can serve it), runs, is paused, resumed or cancelled by a user,
+//! completed by the workers, restarted by a retry pass (`retry`), and reopened when a reviewer
+//! regenerates one of its samples. Every change of its status is one guarded statement here.
 //!
 //! ```text
 //!   create ──▶ running ──pause──▶ paused ──cancel──▶ cancelled
@@ -12,6 +13,18 @@
 //!      restart (a retry pass, from any status but cancelled, with its settings)
 //!      reopen (a sample regenerated: completed only; a paused run stays paused)
 //! ```
+
+//!
+//! `choices` lists what a new run can draw its prompts from.
+
+mod checks;
+mod choices;
+mod create;
+mod retry;
+
+pub use choices::{dataset_choices, source_choices};
+pub use create::{create, fill_source_dataset, NewRun};
+pub use retry::{retry, RetryPass};
 
 use crate::{Error, Result};
 use domain::generation::RunStatus;
