@@ -428,6 +428,10 @@ const ROUTES: &[(&str, &str, Role)] = &[
     ("GET", "/api/v1/runs/{id}/acceptance", Role::Engineer),
     ("GET", "/api/v1/evaluations", Role::Engineer),
     ("GET", "/api/v1/acceptance/compare", Role::Engineer),
+    ("GET", "/api/v1/acceptance/loop", Role::Engineer),
+    ("GET", "/api/v1/drafts", Role::Engineer),
+    ("POST", "/api/v1/drafts", Role::Engineer),
+    ("GET", "/api/v1/exports/{id}/drafts", Role::Engineer),
     ("GET", "/api/v1/datasets/{id}/quotas", Role::Engineer),
 ];
 
