@@ -202,9 +202,7 @@ test("the loop: each revision, the export it was trained on, and its change from
   seedEvaluation(dataset, 30, draft, "v1", 5, everything);
   const v2 = seedEvaluation(dataset, 30, draft, "v2", 20, weakMath);
 
-  await login(page, admin);
-  await page.goto("/acceptance");
-  await hydrated(page);
+  await login(page, admin.username, admin.password, "/acceptance");
   await page.getByTestId("loop-link").click();
   await expect(page).toHaveURL(/\/acceptance\/loop$/);
   await hydrated(page);

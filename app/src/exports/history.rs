@@ -135,7 +135,7 @@ fn ExportRow(e: ExportItem, cancel: ServerAction<CancelExport>) -> impl IntoView
     let location = e.location.clone();
     let title = e.preset_name.clone().unwrap_or_else(|| "custom export".to_string());
     view! {
-        <tr data-export=id data-status=e.status.as_str()>
+        <tr id=format!("export-{id}") data-export=id data-status=e.status.as_str()>
             <td class="num">{id}</td>
             <td>
                 <strong>{title}</strong>
