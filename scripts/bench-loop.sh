@@ -6,7 +6,7 @@
 # everything, the reference. Prints each draft's loop as the product shows it (`acceptance loop`) and
 # curated − random per seed; writes OUT/loop-report.json. docs/benchmarks.md has a run's figures.
 # Uses its own database (draft_studio_loop, recreated) and app on 127.0.0.1:3140.
-#   usage: scripts/bench-loop.sh [OUT] [bench_loop.py flags: --seeds 1,2,3 --n 60 --pool 60 --held-out 20 ...]
+#   usage: scripts/bench-loop.sh [OUT] [bench_loop.py flags: --seeds 1,2,3 --n 60 --pool 60 --held-out 20 --weakest 0.5 ...]
 #   (about an hour on 2 cores; builds the world first when missing, about 10 minutes more)
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"

@@ -210,7 +210,10 @@ async fn main() -> anyhow::Result<()> {
     let ours = RowTokenizer::from_dir(&model_dir, 1 << 20, Overlong::Drop)?;
     let http = reqwest::Client::new();
     let mut tally = real_vllm::Tally::default();
-    for (_, _, key, turns, _) in &done {
+    for (_, state, key, turns, _) in &done {
+        if state != "ok" && state != "truncated" {
+            continue; // an empty answer is not exported
+        }
         let index: usize = key.trim_start_matches("row-").parse()?;
         let (_, messages, tools) = &prompts[index];
         let row_id = format!("{first}-{key}");

@@ -190,7 +190,9 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=384)
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--port", type=int, default=8045)
-    ap.add_argument("--weakest", type=float, default=0.5)
+    ap.add_argument("--weakest", type=float, default=0.5,
+                    help="the curated export keeps this share of each category's lowest-acceptance samples of a "
+                         "draw of N / share; 0 draws N toward the weak categories and keeps them all")
     args = ap.parse_args()
     api = Api(args.url, args.token)
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -233,12 +235,15 @@ def main():
             rev = revisions[(f"world-s{s}", "random")]
             server.serve(rev["dir"])
             evaluations[(s, "random")] = evaluate(api, args, f"world-s{s}", "random", rev["export"], held, endpoint)
-            quotas = api.get(f"/datasets/{pool}/quotas?evaluation={evaluations[(s, 'random')]}&count={2 * args.n}")
+            # With a weakest share, twice N drawn and that share of each category kept; without, N drawn.
+            cut = 0 < args.weakest < 1
+            drawn = round(args.n / args.weakest) if cut else args.n
+            quotas = api.get(f"/datasets/{pool}/quotas?evaluation={evaluations[(s, 'random')]}&count={drawn}")
             log("   quotas: " + ", ".join(f"{q['category']} {q['quota']}" for q in quotas))
-            run = start_run(api, args, f"weighted {2 * args.n} toward world-s{s}@random's weak categories", pool,
-                            endpoint, selection="weighted", sample_count=2 * args.n, sample_seed=s,
+            run = start_run(api, args, f"weighted {drawn} toward world-s{s}@random's weak categories", pool,
+                            endpoint, selection="weighted", sample_count=drawn, sample_seed=s,
                             weighted_evaluation_id=evaluations[(s, "random")])
-            export_id, folder = export(api, args, run, f"s{s}-curated", weakest=args.weakest)
+            export_id, folder = export(api, args, run, f"s{s}-curated", weakest=args.weakest if cut else None)
             out = os.path.join(args.out, "drafts", f"s{s}-curated")
             train(args, folder, out, s)
             revisions[(f"world-s{s}", "curated")] = {"dir": out, "export": export_id}
@@ -255,7 +260,8 @@ def main():
         server.stop()
 
     log("7. the loops, as the product reads them")
-    report = {"settings": vars(args), "seconds": round(time.time() - started), "loops": {}}
+    settings = {k: v for k, v in vars(args).items() if k != "token"}
+    report = {"settings": settings, "seconds": round(time.time() - started), "loops": {}}
     for name in [f"world-s{s}" for s in seeds] + ["world-all"]:
         table = api.get(f"/acceptance/loop?draft={name}&dataset={held}")
         report["loops"][name] = table

@@ -30,7 +30,7 @@ pub fn ids(value: &Value) -> Vec<u32> {
 }
 
 /// Exports `runs` (ok and truncated samples: a random model is often cut) as pre-tokenized rows
-/// from the captured ids, one row per request, and returns the rows.
+/// from the captured ids, one row per request (duplicates kept), and returns the rows.
 pub async fn export(pool: &PgPool, runs: &[i64]) -> anyhow::Result<Vec<Value>> {
     let root = tempfile::tempdir()?;
     let storage = Storage::new(vec![root.path().join("exports")], S3Options::default());
@@ -38,6 +38,8 @@ pub async fn export(pool: &PgPool, runs: &[i64]) -> anyhow::Result<Vec<Value>> {
         selection: ExportSelection {
             outcomes: vec![SampleState::Ok, SampleState::Truncated],
             excluded_flags: Vec::new(),
+            // Every request its row, even where two prompts (and so their answers) are the same.
+            duplicates: Duplicates::Keep,
             ..ExportSelection::for_runs(runs.to_vec())
         },
         format: ExportFormat {

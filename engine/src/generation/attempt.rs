@@ -161,7 +161,7 @@ impl Attempt<'_> {
             let call = ChatCall {
                 idle_timeout: Duration::from_secs(settings.idle_timeout_secs.into()),
                 deadline: settings.deadline_secs.map(|s| Duration::from_secs(s.into())),
-                reasoning_end: self.endpoint.reasoning_end(&settings.model).await,
+                markers: self.endpoint.span_markers(&settings.model).await,
             };
             let sent = self.endpoint.sending();
             let result = tokio::select! {

@@ -19,7 +19,7 @@ use super::{
 };
 use crate::{
     endpoints::EndpointTarget,
-    vllm::{Failure, Progress, ServerLoad, VllmClient},
+    vllm::{Failure, Progress, ServerLoad, SpanMarkers, VllmClient},
     Result,
 };
 use domain::{
@@ -49,6 +49,8 @@ pub const ADAPTIVE_START: u32 = 64;
 
 /// The text that ends a reasoning span for vLLM's `deepseek_r1` and `qwen3` reasoning parsers.
 const REASONING_END: &str = "</think>";
+/// The text that opens a call for vLLM's `hermes` tool parser (Qwen's format).
+const CALL_START: &str = "<tool_call>";
 
 /// Ticks between two scrapes of `/metrics` while no adaptive controller reads the server: the
 /// live view and the chunk size need no more. vLLM renders every metric it has (about 50 KB,
@@ -139,9 +141,9 @@ struct Inner {
     ttfts: Vec<f64>,
     /// How fast requests generate, from the chunks of this endpoint's streams.
     pace: Pace,
-    /// By model: the id of the token that ends the reasoning (`</think>`), as the server's
-    /// `/tokenize` gave it; `None` where it is not one token.
-    reasoning_end: HashMap<String, Option<u32>>,
+    /// By model: the ids of the tokens that end the reasoning and open a call, as the server's
+    /// `/tokenize` gave them.
+    span_markers: HashMap<String, SpanMarkers>,
 }
 
 pub(crate) struct Endpoint {
@@ -214,16 +216,22 @@ impl Endpoint {
         Membership { endpoint: self.clone(), id }
     }
 
-    /// The id of the token that ends the model's reasoning, asked of the server once per model
-    /// (a failed ask is asked again next time): it splits a streamed chunk where the reasoning
-    /// ends inside it (`vllm::span_counts`).
-    pub async fn reasoning_end(&self, model: &str) -> Option<u32> {
-        if let Some(known) = self.inner.lock().expect("endpoint state").reasoning_end.get(model) {
+    /// The ids of the tokens that end the model's reasoning and open a call, asked of the
+    /// server once per model (a failed ask is asked again next time): they split a streamed
+    /// chunk that holds the end of one span and the start of the next (`vllm::span_counts`).
+    pub async fn span_markers(&self, model: &str) -> SpanMarkers {
+        if let Some(known) = self.inner.lock().expect("endpoint state").span_markers.get(model) {
             return *known;
         }
-        let asked = self.client.single_token(model, REASONING_END).await.ok()?;
-        self.inner.lock().expect("endpoint state").reasoning_end.insert(model.to_string(), asked);
-        asked
+        let (Ok(reasoning_end), Ok(call_start)) = (
+            self.client.single_token(model, REASONING_END).await,
+            self.client.single_token(model, CALL_START).await,
+        ) else {
+            return SpanMarkers::default();
+        };
+        let markers = SpanMarkers { reasoning_end, call_start };
+        self.inner.lock().expect("endpoint state").span_markers.insert(model.to_string(), markers);
+        markers
     }
 
     pub fn has_members(&self) -> bool {

@@ -149,7 +149,7 @@ pub(super) async fn check_draft(
     let call = ChatCall {
         idle_timeout: Duration::from_secs(60),
         deadline: Some(Duration::from_secs(120)),
-        reasoning_end: None,
+        markers: Default::default(),
     };
     Ok(match client.chat(&probe, call).await {
         Ok(completion) if completion.spec_decode == SpecReport::NotReported => vec![format!(
@@ -249,7 +249,7 @@ pub(super) async fn check_tools(
     let call = ChatCall {
         idle_timeout: Duration::from_secs(60),
         deadline: Some(Duration::from_secs(120)),
-        reasoning_end: None,
+        markers: Default::default(),
     };
     Ok(match client.chat(&probe, call).await {
         Ok(_) => vec![],

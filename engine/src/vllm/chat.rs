@@ -1,7 +1,7 @@
 //! Reading one streamed chat completion: text, finish reason, usage, time to first token, with
 //! an idle timeout between events and an optional overall deadline.
 
-use super::span_counts::{SpanCounter, SpanCounts};
+use super::span_counts::{SpanCounter, SpanCounts, SpanMarkers};
 use super::{error_body, tool_calls::CallAssembler, wire::Chunk};
 use domain::acceptance::SpecDecode;
 use domain::conversation::ToolCall;
@@ -198,7 +198,7 @@ pub enum Progress {
 pub(crate) async fn read_stream(
     response: reqwest::Response,
     limits: Limits,
-    reasoning_end: Option<u32>,
+    markers: SpanMarkers,
     mut on_progress: impl FnMut(Progress),
 ) -> Result<Completion, Failure> {
     let mut events = response.bytes_stream().eventsource();
@@ -214,7 +214,7 @@ pub(crate) async fn read_stream(
     let mut ids_complete = true;
     let mut spec_decode = SpecReport::NotReported;
     let mut calls = CallAssembler::default();
-    let mut spans = SpanCounter::new(reasoning_end);
+    let mut spans = SpanCounter::new(markers);
     loop {
         let event = match limits.wait(events.next()).await {
             Err(kind) => return Err(limits.timeout_failure(kind, partial)),

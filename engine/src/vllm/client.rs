@@ -15,10 +15,11 @@ pub struct ChatCall {
     /// Cut only when nothing arrives for this long; a long generation is never cut for length.
     pub idle_timeout: Duration,
     pub deadline: Option<Duration>,
-    /// The id of the token that ends the reasoning (`</think>`, as the server's `/tokenize`
-    /// gives it): where the reasoning ends inside a streamed chunk, it splits the chunk's ids
-    /// between the reasoning and the answer. Without it such a completion has no span counts.
-    pub reasoning_end: Option<u32>,
+    /// The ids of the tokens that end the reasoning and open a call (`</think>`, `<tool_call>`,
+    /// as the server's `/tokenize` gives them): a streamed chunk that holds the end of one span
+    /// and the start of the next is split there. Without them such a completion has no span
+    /// counts.
+    pub markers: super::SpanMarkers,
 }
 
 /// One vLLM server. Cheap to clone; clones share the connection pool.
@@ -106,7 +107,7 @@ impl VllmClient {
                 Partial::default(),
             ));
         }
-        read_stream(response, limits, call.reasoning_end, on_progress).await
+        read_stream(response, limits, call.markers, on_progress).await
     }
 
     /// The one token id `text` encodes to, by the model's tokenizer (`POST /tokenize`, no
@@ -312,7 +313,8 @@ mod tests {
             stream_options: crate::vllm::StreamOptions { include_usage: true },
             return_token_ids: true,
         };
-        let call = ChatCall { idle_timeout: Duration::from_secs(5), deadline: None, reasoning_end: None };
+        let call =
+            ChatCall { idle_timeout: Duration::from_secs(5), deadline: None, markers: Default::default() };
         let mut told = Vec::new();
         let completion = client.chat_observed(&request, call, |p| told.push(p)).await.unwrap();
         let ttft = completion.ttft.unwrap();

@@ -14,5 +14,5 @@ mod wire;
 pub use chat::{Completion, Failure, FailureKind, Partial, Progress, SpecReport, TokenIds, Usage};
 pub use client::{http_client, ChatCall, ServedModel, VllmClient};
 pub use load::{ServerLoad, SpecCounters};
-pub use span_counts::SpanCounts;
+pub use span_counts::{SpanCounts, SpanMarkers};
 pub use wire::{ChatMessage, ChatRequest, StreamOptions};

@@ -13,13 +13,14 @@
 //!   token, a piece of a UTF-8 character). A call's opening `<tool_call>` is thus counted with the
 //!   text before it: one token, named in docs/review.md.
 //!
-//! A chunk whose text goes to two spans at once (several tokens per chunk, as `stream_interval`
-//! and a draft's accepted tokens send them) is split at the token that ends the reasoning
-//! (`</think>`, whose id the caller asks the server's `/tokenize` for): the ids through it are
-//! reasoning, the rest the span that follows. The server's reasoning figure never stands in (it
-//! was 0 on samples full of reasoning); where the split cannot be read from the ids (no such id
-//! known or in the chunk, or text of two other spans in one chunk), the completion has no counts
-//! rather than guessed ones.
+//! A chunk whose text goes to two or three spans at once (several tokens a chunk, as
+//! `stream_interval` and a draft's accepted tokens send them) is split at the markers that end
+//! them, by the same rules: the ids through the reasoning's end token (`</think>`) are reasoning,
+//! the ids through a call's opening token (`<tool_call>`, Hermes) are the answer, and the rest
+//! calls. The caller asks the server's `/tokenize` for the two ids once per model. The server's
+//! reasoning figure never stands in (it was 0 on samples full of reasoning); where a split cannot
+//! be read from the ids (a marker not known or not in the chunk, spans out of their order), the
+//! completion has no counts rather than guessed ones.
 
 use super::wire::Delta;
 
@@ -43,11 +44,20 @@ impl std::ops::Add for SpanCounts {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Span {
     Reasoning,
     Answer,
     ToolCalls,
+}
+
+/// The ids of the tokens that end a span, as the model's tokenizer has them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SpanMarkers {
+    /// `</think>`: the last token of the reasoning.
+    pub reasoning_end: Option<u32>,
+    /// `<tool_call>`: the first token of a call, counted with the text before it.
+    pub call_start: Option<u32>,
 }
 
 /// Counts a stream's ids chunk by chunk.
@@ -57,53 +67,75 @@ pub(crate) struct SpanCounter {
     /// Ids seen before any text.
     leading: u32,
     last: Option<Span>,
-    /// The id of the token that ends the reasoning, when known.
-    reasoning_end: Option<u32>,
-    /// The reasoning has ended inside a chunk already.
-    reasoning_ended: bool,
+    markers: SpanMarkers,
     /// A chunk's split could not be read from its ids.
     unknown: bool,
 }
 
 impl SpanCounter {
-    pub fn new(reasoning_end: Option<u32>) -> Self {
-        Self { reasoning_end, ..Self::default() }
+    pub fn new(markers: SpanMarkers) -> Self {
+        Self { markers, ..Self::default() }
     }
 
     /// One chunk's delta and the ids it carried.
     pub fn chunk(&mut self, delta: &Delta<'_>, ids: &[u32]) {
         let count = u32::try_from(ids.len()).unwrap_or(u32::MAX);
-        let spans = [
+        let written: Vec<Span> = [
             (delta.reasoning_text().is_some_and(|t| !t.is_empty()), Span::Reasoning),
             (delta.content_text().is_some_and(|t| !t.is_empty()), Span::Answer),
             (!delta.tool_calls.is_empty(), Span::ToolCalls),
-        ];
-        let mut written = spans.iter().filter(|(wrote, _)| *wrote).map(|&(_, span)| span);
-        match (written.next(), written.next(), written.next()) {
-            (Some(Span::Reasoning), Some(then), None) if !self.reasoning_ended => {
-                // The reasoning ends inside this chunk: at its end token, which is reasoning.
-                let Some(end) = self.reasoning_end.and_then(|id| ids.iter().position(|&x| x == id)) else {
-                    self.unknown = true;
-                    return;
-                };
-                let through = end as u32 + 1;
-                let leading = std::mem::take(&mut self.leading);
-                self.add(Span::Reasoning, leading + through);
-                self.add(then, count - through);
-                self.last = Some(then);
-                self.reasoning_ended = true;
-            }
-            (Some(_), Some(_), _) => self.unknown = true,
-            (Some(span), None, _) => {
-                let leading = std::mem::take(&mut self.leading);
-                self.add(span, count + leading);
-                self.last = Some(span);
-            }
-            (None, _, _) => match self.last {
+        ]
+        .into_iter()
+        .filter_map(|(wrote, span)| wrote.then_some(span))
+        .collect();
+        match written.as_slice() {
+            [] => match self.last {
                 Some(span) => self.add(span, count),
                 None => self.leading += count,
             },
+            // A reasoning parser never returns to the reasoning once it ended.
+            [Span::Reasoning] if self.last.is_some_and(|last| last != Span::Reasoning) => self.unknown = true,
+            [span] => {
+                let leading = std::mem::take(&mut self.leading);
+                self.add(*span, count + leading);
+                self.last = Some(*span);
+            }
+            // Spans follow one another in this order only; going back is no parser's output.
+            spans if self.last.is_some_and(|last| last > spans[0]) => self.unknown = true,
+            spans => match self.split(spans, ids) {
+                Some(parts) => {
+                    let mut leading = std::mem::take(&mut self.leading);
+                    for (span, n) in parts {
+                        self.add(span, n + std::mem::take(&mut leading));
+                    }
+                    self.last = spans.last().copied();
+                }
+                None => self.unknown = true,
+            },
         }
+    }
+
+    /// A chunk's ids by span, split at the markers: through `</think>` reasoning, through
+    /// `<tool_call>` the answer (with no answer text, the ids between the two are still the
+    /// answer's, as a one-token chunk of "\n\n" would be), the rest calls.
+    fn split(&self, spans: &[Span], ids: &[u32]) -> Option<Vec<(Span, u32)>> {
+        let mut parts = Vec::new();
+        let mut from = 0usize;
+        if spans.contains(&Span::Reasoning) {
+            let end = self.markers.reasoning_end?;
+            let at = ids.iter().position(|&id| id == end)?;
+            parts.push((Span::Reasoning, (at + 1) as u32));
+            from = at + 1;
+        }
+        if spans.contains(&Span::ToolCalls) {
+            let start = self.markers.call_start?;
+            let at = from + ids[from..].iter().position(|&id| id == start)?;
+            parts.push((Span::Answer, (at + 1 - from) as u32));
+            parts.push((Span::ToolCalls, (ids.len() - at - 1) as u32));
+        } else {
+            parts.push((Span::Answer, (ids.len() - from) as u32));
+        }
+        Some(parts)
     }
 
     /// The counts, unless a chunk's split could not be read. Ids with no text at all (a
@@ -131,15 +163,17 @@ impl SpanCounter {
 mod tests {
     use super::*;
 
-    /// The id of `</think>` in these tests; every other token is 1.
+    /// The ids of `</think>` and `<tool_call>` in these tests; every other token is 1.
     const END: u32 = 9;
+    const CALL_START: u32 = 8;
+    const MARKERS: SpanMarkers = SpanMarkers { reasoning_end: Some(END), call_start: Some(CALL_START) };
 
     fn count(chunks: &[(&str, usize)]) -> Option<SpanCounts> {
-        count_ids(&chunks.iter().map(|&(delta, n)| (delta, vec![1; n])).collect::<Vec<_>>(), Some(END))
+        count_ids(&chunks.iter().map(|&(delta, n)| (delta, vec![1; n])).collect::<Vec<_>>(), MARKERS)
     }
 
-    fn count_ids(chunks: &[(&str, Vec<u32>)], reasoning_end: Option<u32>) -> Option<SpanCounts> {
-        let mut counter = SpanCounter::new(reasoning_end);
+    fn count_ids(chunks: &[(&str, Vec<u32>)], markers: SpanMarkers) -> Option<SpanCounts> {
+        let mut counter = SpanCounter::new(markers);
         for (delta, ids) in chunks {
             let delta: Delta<'_> = serde_json::from_str(delta).unwrap();
             counter.chunk(&delta, ids);
@@ -152,21 +186,16 @@ mod tests {
     const NOTHING: &str = r#"{}"#;
     const CALL: &str = r#"{"tool_calls":[{"index":0,"function":{"arguments":"{\"q\""}}]}"#;
     const BOTH: &str = r#"{"reasoning":"so","content":"42"}"#;
+    const ANSWER_AND_CALL: &str = r#"{"content":"ok","tool_calls":[{"index":0,"function":{"name":"f"}}]}"#;
+    const REASONING_AND_CALL: &str =
+        r#"{"reasoning":"so","tool_calls":[{"index":0,"function":{"name":"f"}}]}"#;
 
     #[test]
     fn markers_belong_to_the_span_they_open_or_close() {
         // <think> (no text), two reasoning tokens, </think> (no text), "\n\n" and an answer, <|im_end|>.
-        let counts = count(&[
-            (NOTHING, 1),
-            (THINK, 1),
-            (THINK, 1),
-            (NOTHING, 1),
-            (ANSWER, 1),
-            (ANSWER, 1),
-            (NOTHING, 1),
-        ])
-        .unwrap();
-        assert_eq!(counts, SpanCounts { reasoning: 4, answer: 3, tool_calls: 0 });
+        let chunks =
+            [(NOTHING, 1), (THINK, 1), (THINK, 1), (NOTHING, 1), (ANSWER, 1), (ANSWER, 1), (NOTHING, 1)];
+        assert_eq!(count(&chunks).unwrap(), SpanCounts { reasoning: 4, answer: 3, tool_calls: 0 });
     }
 
     #[test]
@@ -183,34 +212,42 @@ mod tests {
     }
 
     #[test]
-    fn a_chunk_across_the_end_of_reasoning_splits_at_its_end_token() {
+    fn a_chunk_across_spans_splits_at_their_markers() {
         // Three reasoning ids, then a chunk of "so", </think>, "\n\n", "42"; then the answer.
         let chunks =
             [(THINK, vec![1, 1, 1]), (BOTH, vec![1, END, 1, 1]), (ANSWER, vec![1]), (NOTHING, vec![1])];
         assert_eq!(
-            count_ids(&chunks, Some(END)).unwrap(),
+            count_ids(&chunks, MARKERS).unwrap(),
             SpanCounts { reasoning: 5, answer: 4, tool_calls: 0 }
         );
-        // <think> before any text, then the whole reasoning and its end in one chunk with a call.
-        let call_after = r#"{"reasoning":"so","tool_calls":[{"index":0,"function":{"name":"f"}}]}"#;
-        let chunks = [(NOTHING, vec![1]), (call_after, vec![1, 1, END, 1, 1, 1])];
+        // <think> before any text, then the reasoning, its end, "\n\n", <tool_call> and a call's
+        // start in one chunk: the ids between the two markers are the answer's.
+        let chunks = [(NOTHING, vec![1]), (REASONING_AND_CALL, vec![1, 1, END, 1, CALL_START, 1, 1])];
         assert_eq!(
-            count_ids(&chunks, Some(END)).unwrap(),
-            SpanCounts { reasoning: 4, answer: 0, tool_calls: 3 }
+            count_ids(&chunks, MARKERS).unwrap(),
+            SpanCounts { reasoning: 4, answer: 2, tool_calls: 2 }
         );
-        // No end token known, or none in the chunk: unknown, never guessed.
-        let chunks = [(THINK, vec![1, 1, 1]), (BOTH, vec![1, END, 1, 1])];
-        assert_eq!(count_ids(&chunks, None), None);
-        assert_eq!(count_ids(&[(BOTH, vec![1, 1, 1])], Some(END)), None);
+        // An answer, then a call, in one chunk.
+        let chunks = [(ANSWER, vec![1, 1]), (ANSWER_AND_CALL, vec![1, CALL_START, 1, 1])];
+        assert_eq!(
+            count_ids(&chunks, MARKERS).unwrap(),
+            SpanCounts { reasoning: 0, answer: 4, tool_calls: 2 }
+        );
     }
 
     #[test]
-    fn other_straddling_chunks_leave_the_split_unknown() {
-        let answer_and_call = r#"{"content":"ok","tool_calls":[{"index":0,"function":{"name":"f"}}]}"#;
-        assert_eq!(count(&[(ANSWER, 2), (answer_and_call, 3)]), None);
-        // Reasoning again after it ended, across another end token: not a parser's output.
+    fn a_split_the_ids_cannot_give_is_unknown() {
+        // No end token known, or none in the chunk.
+        let chunks = [(THINK, vec![1, 1, 1]), (BOTH, vec![1, END, 1, 1])];
+        assert_eq!(count_ids(&chunks, SpanMarkers::default()), None);
+        assert_eq!(count_ids(&[(BOTH, vec![1, 1, 1])], MARKERS), None);
+        // A call's start not in the chunk, or not known.
+        assert_eq!(count(&[(ANSWER, 2), (ANSWER_AND_CALL, 3)]), None);
+        let no_call_start = SpanMarkers { call_start: None, ..MARKERS };
+        assert_eq!(count_ids(&[(ANSWER_AND_CALL, vec![1, CALL_START, 1])], no_call_start), None);
+        // Reasoning again after the answer began: not a parser's output.
         let chunks = [(BOTH, vec![END, 1]), (THINK, vec![1]), (BOTH, vec![END, 1])];
-        assert_eq!(count_ids(&chunks, Some(END)), None);
+        assert_eq!(count_ids(&chunks, MARKERS), None);
     }
 
     #[test]
