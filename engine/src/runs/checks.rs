@@ -3,7 +3,7 @@
 //! needs, let the model call the rows' tools). Each check returns what to change, in words,
 //! rather than failing on the first.
 
-use crate::vllm::{ChatCall, ChatMessage, ChatRequest, SpecReport, StreamOptions};
+use crate::vllm::{ChatCall, ChatMessage, ChatRequest, SpanMarkers, SpecReport, StreamOptions};
 use crate::{endpoints, Error, Result};
 use domain::export::ExportSplit;
 use domain::generation::{RunSettings, Selection, ToolChoice};
@@ -111,6 +111,33 @@ async fn check_export_source(
     })
 }
 
+/// How long a check's request may take.
+const PROBE_CALL: ChatCall = ChatCall {
+    idle_timeout: Duration::from_secs(60),
+    deadline: Some(Duration::from_secs(120)),
+    markers: SpanMarkers { reasoning_end: None, call_start: None },
+};
+
+/// A short request a check sends to learn what an endpoint does with the run's model.
+fn probe(settings: &RunSettings, question: &str, max_tokens: u32) -> ChatRequest {
+    ChatRequest {
+        model: settings.model.clone(),
+        messages: vec![ChatMessage::text("user", question)],
+        tools: None,
+        tool_choice: None,
+        parallel_tool_calls: None,
+        max_tokens,
+        temperature: Some(0.0),
+        top_p: None,
+        seed: None,
+        chat_template_kwargs: None,
+        stream_interval: None,
+        stream: true,
+        stream_options: StreamOptions { include_usage: true },
+        return_token_ids: false,
+    }
+}
+
 /// Whether an endpoint can serve an evaluation: it runs a draft (its `/metrics` has
 /// `spec_decode` counters) and reports each request's acceptance (one tiny request tells).
 pub(super) async fn check_draft(
@@ -130,28 +157,8 @@ pub(super) async fn check_draft(
             )]);
         }
     }
-    let probe = ChatRequest {
-        model: settings.model.clone(),
-        messages: vec![ChatMessage::text("user", "Count from one to ten.")],
-        tools: None,
-        tool_choice: None,
-        parallel_tool_calls: None,
-        max_tokens: 16,
-        temperature: Some(0.0),
-        top_p: None,
-        seed: None,
-        chat_template_kwargs: None,
-        stream_interval: None,
-        stream: true,
-        stream_options: StreamOptions { include_usage: true },
-        return_token_ids: false,
-    };
-    let call = ChatCall {
-        idle_timeout: Duration::from_secs(60),
-        deadline: Some(Duration::from_secs(120)),
-        markers: Default::default(),
-    };
-    Ok(match client.chat(&probe, call).await {
+    let probe = probe(settings, "Count from one to ten.", 16);
+    Ok(match client.chat(&probe, PROBE_CALL).await {
         Ok(completion) if completion.spec_decode == SpecReport::NotReported => vec![format!(
             "endpoint `{}` does not report each request's acceptance: start vLLM (0.32 or later) with \
              --per-request-spec-decode-metrics summary",
@@ -231,27 +238,11 @@ pub(super) async fn check_tools(
     let target = endpoints::target(pool, id).await?;
     let client = target.client(http.clone())?;
     let probe = ChatRequest {
-        model: settings.model.clone(),
-        messages: vec![ChatMessage::text("user", "Say hello.")],
         tools: Some(tools),
         tool_choice: Some(ToolChoice::Auto.as_str()),
-        parallel_tool_calls: None,
-        max_tokens: 1,
-        temperature: Some(0.0),
-        top_p: None,
-        seed: None,
-        chat_template_kwargs: None,
-        stream_interval: None,
-        stream: true,
-        stream_options: StreamOptions { include_usage: true },
-        return_token_ids: false,
+        ..probe(settings, "Say hello.", 1)
     };
-    let call = ChatCall {
-        idle_timeout: Duration::from_secs(60),
-        deadline: Some(Duration::from_secs(120)),
-        markers: Default::default(),
-    };
-    Ok(match client.chat(&probe, call).await {
+    Ok(match client.chat(&probe, PROBE_CALL).await {
         Ok(_) => vec![],
         Err(e) if e.message.contains("enable-auto-tool-choice") => vec![format!(
             "endpoint `{}` runs no tool parser, so every row that offers tools would fail with tool_choice auto: \
