@@ -725,7 +725,8 @@ async fn the_loop_reads_each_revision_its_export_and_its_change_from_the_one_bef
             .abs()
             < 1e-9
     );
-    let items = engine::export::store::items(&pool, 10).await.unwrap();
+    let mut items = engine::export::store::items(&pool, 10).await.unwrap();
+    engine::export::store::with_trained(&pool, &mut items).await.unwrap();
     let item = items.iter().find(|e| e.id == everything).unwrap();
     assert_eq!(item.trained.iter().map(|d| d.draft.describe()).collect::<Vec<_>>(), ["tiny@v1"]);
 

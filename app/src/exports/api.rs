@@ -16,7 +16,11 @@ pub fn download_url(export_id: i64, file: &str) -> String {
 pub async fn list_exports() -> Result<Vec<ExportItem>, AppError> {
     use crate::ssr;
     ssr::require(domain::Role::Engineer)?;
-    Ok(engine::export::store::items(&ssr::services()?.pool, 50).await?)
+    // Only this page shows the drafts trained on each export (the overview does not pool them).
+    let pool = ssr::services()?.pool;
+    let mut items = engine::export::store::items(&pool, 50).await?;
+    engine::export::store::with_trained(&pool, &mut items).await?;
+    Ok(items)
 }
 
 #[server(endpoint = "exports/choices", input = Json)]

@@ -45,9 +45,7 @@ pub async fn list(pool: &PgPool, limit: i64) -> Result<Vec<ExportRecord>> {
 
 /// The newest `limit` exports as the pages and the API list them.
 pub async fn items(pool: &PgPool, limit: i64) -> Result<Vec<ExportItem>> {
-    let mut items: Vec<ExportItem> = list(pool, limit).await?.into_iter().map(item).collect();
-    with_trained(pool, &mut items).await?;
-    Ok(items)
+    Ok(list(pool, limit).await?.into_iter().map(item).collect())
 }
 
 /// Fills in the drafts trained on each export, with their evaluations, in one query.
